@@ -1,0 +1,42 @@
+"""The catalog: data files of hardware, models and profiles, each row with its source.
+
+Entries are returned as plain dicts exactly as written in ``data/<kind>.yaml``;
+the layers above turn them into typed specs and parse their units.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from twin.errors import ScenarioError, did_you_mean
+
+KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration")
+
+
+@lru_cache(maxsize=None)
+def table(kind: str) -> dict[str, dict]:
+    """Every entry of one catalog file, by name."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown catalog kind {kind!r}; known: {', '.join(KINDS)}")
+    text = resources.files("twin.catalog").joinpath("data", f"{kind}.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text) or {}
+
+
+def names(kind: str) -> list[str]:
+    """Entry names of one catalog, in file order."""
+    return list(table(kind))
+
+
+def entry(kind: str, name: str, field: str) -> dict:
+    """One entry; an unknown name is a ScenarioError naming ``field`` with a suggestion."""
+    entries = table(kind)
+    if name in entries:
+        return entries[name]
+    lowered = {k.lower(): k for k in entries}
+    if isinstance(name, str) and name.lower() in lowered:
+        return entries[lowered[name.lower()]]
+    known = ", ".join(entries)
+    raise ScenarioError(field, f"unknown {kind[:-1].replace('_', ' ')} '{name}'{did_you_mean(name, entries)}; known: {known}")

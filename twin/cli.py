@@ -1,0 +1,113 @@
+"""Command line: ``python -m twin run | catalog``.
+
+Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from twin import __version__, catalog
+from twin.errors import ScenarioError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from twin.api import run_file
+    from twin.report import summary
+
+    result = run_file(args.scenario)
+    if args.json:
+        print(result.to_json())
+    else:
+        print(summary(result))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        # Written whole or not at all: a temporary file renamed into place.
+        with tempfile.NamedTemporaryFile("w", dir=out, delete=False, suffix=".tmp", encoding="utf-8") as tmp:
+            tmp.write(result.to_json())
+        os.replace(tmp.name, out / "results.json")
+        if not args.json:
+            print(f"\nwrote {out / 'results.json'}")
+    return 0
+
+
+def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
+    from twin.hardware.specs import gpu_spec, node_spec
+    from twin.units import fmt_bytes
+    from twin.workload.model import model_spec
+
+    if kind == "gpus":
+        header = ["name", "description", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory", "HBM GB/s", "TDP W", "idle W",
+                  "NVLink GB/s", "MIG"]
+        rows = []
+        for name in catalog.names("gpus"):
+            g = gpu_spec(name)
+            fp8 = g.peak_flops.get("fp8")
+            rows.append([name, g.description, f"{g.peak('bf16') / 1e12:.0f}", f"{fp8 / 1e12:.0f}" if fp8 else "-",
+                         fmt_bytes(g.memory_bytes), f"{g.memory_Bps / 1e9:.0f}", f"{g.tdp_w:.0f}", f"{g.idle_w:.0f}",
+                         f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", "yes" if g.mig else "no"])
+        return header, rows
+    if kind == "nodes":
+        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "max power kW", "CPU"]
+        rows = []
+        for name in catalog.names("nodes"):
+            n = node_spec(name)
+            rows.append([name, f"{n.gpus}x {n.gpu.name}", n.intra,
+                         f"{n.compute_nics.count}x {n.compute_nics.line_rate_Bps * 8 / 1e9:.0f} Gb/s",
+                         f"{n.storage_nics.count}x {n.storage_nics.line_rate_Bps * 8 / 1e9:.0f} Gb/s",
+                         f"{n.max_power_w / 1e3:.1f}", n.cpu])
+        return header, rows
+    header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]
+    rows = []
+    for name in catalog.names("models"):
+        m = model_spec(name)
+        experts = f"{m.experts} (top {m.top_k})" if m.is_moe else "-"
+        rows.append([name, f"{m.params / 1e9:.1f}B", str(m.layers), str(m.hidden), str(m.heads), str(m.kv_heads),
+                     str(m.ffn_hidden), str(m.vocab), m.activation, experts])
+    return header, rows
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    from twin.report import table
+
+    header, rows = _catalog_rows(args.kind)
+    print(table(rows, header))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training.")
+    p.add_argument("--version", action="version", version=f"twin {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="simulate a scenario file")
+    run.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    run.add_argument("--json", action="store_true", help="print the result record as JSON, nothing else")
+    run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
+    run.set_defaults(func=_cmd_run)
+
+    cat = sub.add_parser("catalog", help="list catalog entries")
+    cat.add_argument("kind", choices=["gpus", "nodes", "models"])
+    cat.set_defaults(func=_cmd_catalog)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as exc:
+        print(f"twin: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if os.environ.get("TWIN_DEBUG"):
+            raise
+        print(f"twin: internal error: {type(exc).__name__}: {exc} (set TWIN_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1

@@ -1,0 +1,56 @@
+"""Level 1: the time of one operator on one GPU, by roofline.
+
+An operator takes the longer of its compute time (FLOPs ÷ (peak · efficiency))
+and its memory time (bytes moved ÷ (HBM bandwidth · efficiency)). Small GEMMs
+fall to the memory side of the roofline by themselves; the efficiencies are
+the named, calibrated parameters of ``Efficiency``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.calibration import Efficiency
+from twin.hardware.specs import GPUSpec
+
+# Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
+# inputs and write bf16 outputs; the roofline counts inputs at 1 B).
+OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
+
+@dataclass(frozen=True)
+class OperatorModel:
+    gpu: GPUSpec
+    precision: str
+    efficiency: Efficiency
+    power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
+
+    @property
+    def matmul_flops(self) -> float:
+        """Sustained FLOP/s of large GEMMs."""
+        return self.gpu.peak(self.precision) * self.efficiency.matmul * self.power_cap_factor
+
+    @property
+    def attention_flops(self) -> float:
+        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8)."""
+        precision = "bf16" if self.precision == "fp8" else self.precision
+        return self.gpu.peak(precision) * self.efficiency.attention * self.power_cap_factor
+
+    @property
+    def memory_Bps(self) -> float:
+        return self.gpu.memory_Bps * self.efficiency.memory
+
+    def matmul_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
+        """``count`` GEMMs of (m×k)·(k×n)."""
+        flops = 2.0 * m * n * k
+        operand = OPERAND_BYTES[self.precision]
+        moved = operand * (m * k + k * n) + 2.0 * m * n
+        return count * max(flops / self.matmul_flops, moved / self.memory_Bps)
+
+    def memory_s(self, bytes_moved: float) -> float:
+        """A memory-bound kernel that reads and writes ``bytes_moved`` in all."""
+        return bytes_moved / self.memory_Bps
+
+    def attention_s(self, flops: float) -> float:
+        """Fused attention doing ``flops`` of useful work."""
+        return flops / self.attention_flops

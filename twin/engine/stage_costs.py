@@ -1,0 +1,166 @@
+"""Per-stage costs of one micro-batch: the bricks of a training step.
+
+For every pipeline stage, the forward and backward time of one micro-batch on
+one (representative) GPU: its layers' GEMMs, attention and memory-bound
+kernels from the operator model, tensor-parallel and expert all-to-all
+communication inside the layers, recomputation, and for the first and last
+stages the embedding and the LM head with its loss. Also the data-parallel
+gradient traffic and the optimizer step. Both the analytic schedule and the
+discrete-event iteration engine play these bricks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.engine.operators import OperatorModel
+from twin.network.collectives import CommModel
+from twin.workload.memory import activation_bytes_per_element, stage_params
+from twin.workload.model import ModelSpec
+from twin.workload.placement import Placement
+from twin.workload.plan import ParallelPlan, stage_layers
+
+# Bytes per element that Megatron's fused scale-mask-softmax and attention dropout
+# move in the forward pass over the s×s scores (write scores 2, softmax read 2 +
+# write 2, dropout read 2 + write 2 + mask 1, read by ·V 2).
+STANDARD_ATTENTION_BYTES_PER_SCORE = 13.0
+# FlashAttention's backward does 2.5× the forward's matmul work (5 GEMMs vs 2; Dao 2023).
+FLASH_BACKWARD_FACTOR = 2.5
+# Memory-bound bytes per token and hidden unit in a layer's forward, 16-bit: two norms
+# (read + write 2h each = 8h) and two residual adds with dropout (12h).
+ELEMENTWISE_BYTES_PER_HIDDEN = 20.0
+# Cross-entropy over the vocabulary in fp32: logits read, softmax written and read.
+LOSS_BYTES_PER_LOGIT = 12.0
+# Adam step per parameter of the local shard: fp32 grad read (4), master r/w (8),
+# m r/w (8), v r/w (8), 16-bit weight write (2).
+OPTIMIZER_BYTES_PER_PARAM = 30.0
+
+
+@dataclass(frozen=True)
+class ChunkCost:
+    """One model chunk (a stage, or a virtual stage) for one micro-batch."""
+    forward_s: float            # compute + TP/EP communication, forward
+    backward_s: float           # compute + TP/EP communication, backward (+ recomputation)
+    forward_comm_s: float       # of which TP/EP communication
+    backward_comm_s: float
+    layers: int
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    chunks: list[ChunkCost]          # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
+    p2p_s: float                     # one activation (or gradient) transfer between stages
+    dp_reduce_s: float               # gradient reduce-scatter (ZeRO ≥ 1) or all-reduce (ZeRO 0), per step
+    dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO ≥ 1), per step
+    zero3_per_microbatch_s: float    # ZeRO-3 parameter gathers and gradient scatters, per micro-batch
+    optimizer_s: float
+
+    def stage_chunks(self, stage: int, pipeline: int) -> list[ChunkCost]:
+        return self.chunks[stage::pipeline]
+
+
+def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
+                 placement: Placement, attention: str, precision: str) -> tuple[float, float, float, float]:
+    """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
+    s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
+    f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
+    tokens = b * s
+    act = activation_bytes_per_element(precision)
+
+    # Projections (column-parallel QKV and FFN-in, row-parallel output and FFN-out).
+    gemm = ops.matmul_s(tokens, (h + 2 * kvd) / t, h) + ops.matmul_s(tokens, h, h / t)
+    ffn_in_width = (model.ffn_matrices - 1) * f / t
+    if model.is_moe:
+        local_experts = model.experts / plan.expert
+        tokens_per_expert = tokens * model.top_k * plan.expert / model.experts
+        gemm += ops.matmul_s(tokens, model.experts, h)                                   # router
+        gemm += ops.matmul_s(tokens_per_expert, ffn_in_width, h, count=local_experts)
+        gemm += ops.matmul_s(tokens_per_expert, h, f / t, count=local_experts)
+    else:
+        gemm += ops.matmul_s(tokens, ffn_in_width, h) + ops.matmul_s(tokens, h, f / t)
+
+    # Attention core: Q·Kᵀ and ·V over (a / t) heads.
+    heads_local = a / t
+    if attention == "flash":
+        # FlashAttention skips the masked half of a causal s×s matrix.
+        core_fwd = ops.attention_s(4.0 * b * s * s * h / t / 2)
+        core_bwd = FLASH_BACKWARD_FACTOR * core_fwd
+    else:
+        core_fwd = (ops.matmul_s(s, s, model.head_dim, count=b * heads_local)
+                    + ops.matmul_s(s, model.head_dim, s, count=b * heads_local)
+                    + ops.memory_s(STANDARD_ATTENTION_BYTES_PER_SCORE * b * heads_local * s * s))
+        core_bwd = 2.0 * core_fwd
+
+    # Memory-bound kernels: norms, residuals, dropout (split by SP) and the activation function.
+    elementwise = ELEMENTWISE_BYTES_PER_HIDDEN * h / (t if plan.sequence_parallel else 1)
+    act_fn = (6.0 if model.activation == "swiglu" else 4.0) * f / t * model.top_k
+    memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
+
+    fwd = gemm + core_fwd + memory_fwd
+    bwd = 2.0 * gemm + core_bwd + 2.0 * memory_fwd
+
+    # Tensor parallelism: two all-reduces (or reduce-scatter + all-gather with SP, the
+    # same traffic) forward and two backward, of the b·s·h activations.
+    tp_ar = comm.all_reduce_s(tokens * h * act, placement.tensor)
+    fwd_comm = 2 * tp_ar
+    bwd_comm = 2 * tp_ar
+    if model.is_moe and plan.expert > 1:
+        a2a = comm.all_to_all_s(tokens * model.top_k * h * act, placement.expert)
+        fwd_comm += 2 * a2a                                   # dispatch and combine
+        bwd_comm += 2 * a2a
+
+    if plan.recompute == "full":
+        bwd += fwd
+        bwd_comm += fwd_comm
+    elif plan.recompute == "selective" and attention == "standard":
+        bwd += core_fwd
+    return fwd, bwd, fwd_comm, bwd_comm
+
+
+def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
+               placement: Placement, attention: str, precision: str) -> StepCosts:
+    """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
+    s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
+    tokens = b * s
+    act = activation_bytes_per_element(precision)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, attention, precision)
+
+    head_fwd = ops.matmul_s(tokens, v / t, h) + ops.memory_s(LOSS_BYTES_PER_LOGIT * tokens * v / t)
+    embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
+
+    layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
+    chunks = []
+    for i, n in enumerate(layers):
+        fwd = n * (fwd_l + fcomm_l)
+        bwd = n * (bwd_l + bcomm_l)
+        if i == 0:
+            fwd += embed_fwd
+            bwd += 2 * embed_fwd
+        if i == len(layers) - 1:
+            fwd += head_fwd
+            bwd += 2 * head_fwd
+        chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n))
+
+    p2p_bytes = tokens * h * act / (t if plan.sequence_parallel else 1)
+    p2p = comm.send_recv_s(p2p_bytes, placement.pipeline_crosses_nodes) if plan.pipeline > 1 else 0.0
+
+    # Data parallelism over the fullest stage's parameters; gradients reduced in the
+    # training precision's 16 bits (fp32 for fp32 training).
+    dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
+    grad_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
+    reduce = comm.all_reduce_s if plan.zero == 0 else comm.reduce_scatter_s
+    dp_reduce = reduce(dense * grad_bytes, placement.data) + reduce(expert * grad_bytes, placement.expert_data)
+    dp_gather = 0.0
+    zero3 = 0.0
+    if plan.zero in (1, 2):
+        dp_gather = (comm.all_gather_s(dense * grad_bytes, placement.data)
+                     + comm.all_gather_s(expert * grad_bytes, placement.expert_data))
+    elif plan.zero == 3:
+        # Parameters gathered for forward and again for backward of every micro-batch.
+        gather = (comm.all_gather_s(dense * grad_bytes, placement.data)
+                  + comm.all_gather_s(expert * grad_bytes, placement.expert_data))
+        zero3 = 2 * gather
+
+    shard = (dense / plan.data + expert / max(1, plan.data // plan.expert)) if plan.zero >= 1 else dense + expert
+    optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
+    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero3, optimizer)

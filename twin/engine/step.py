@@ -1,0 +1,91 @@
+"""Level 2, closed form: the time of one training step and where it goes.
+
+A pipeline of p stages runs m micro-batches. With U_i the time stage i spends
+on one micro-batch (forward + backward + its sends), GPipe and 1F1B take
+
+    T = m · max_i U_i + (Σ_i U_i - max_i U_i)      ( = (m + p - 1) · U for equal stages )
+
+and interleaved 1F1B with v chunks per stage divides the fill/drain term by v.
+The bubble is T - m · max_i U_i, i.e. (p - 1)/m of the work for equal stages under
+1F1B and (p - 1)/(v·m) interleaved (Narayanan et al. SC'21 §2.2). Data-parallel
+gradient reduction overlaps the last micro-batch's backward when the plan says so;
+the optimizer step follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.engine.stage_costs import StepCosts
+from twin.workload.plan import ParallelPlan
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    step_s: float
+    compute_s: float            # busiest stage's kernels over all micro-batches
+    tp_comm_s: float            # exposed tensor/expert-parallel communication inside layers
+    pp_comm_s: float            # pipeline sends on the critical path
+    bubble_s: float             # pipeline fill and drain (and waiting on slower stages)
+    dp_comm_s: float            # exposed data-parallel communication
+    optimizer_s: float
+    bottleneck_stage: int
+
+    def as_dict(self) -> dict[str, float]:
+        return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
+                "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "optimizer": self.optimizer_s}
+
+    @property
+    def bottleneck(self) -> str:
+        """The largest share of the step, in words."""
+        names = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
+                 "pp_comm": "pipeline communication", "bubble": "pipeline bubble",
+                 "dp_comm": "data-parallel communication", "optimizer": "optimizer step"}
+        parts = self.as_dict()
+        key = max(parts, key=parts.get)
+        return f"{names[key]} ({parts[key] / self.step_s:.0%} of the step)"
+
+
+def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[tuple[float, float, float, float]]:
+    """Per stage: (forward, backward, TP/EP comm inside them, p2p sends) for one micro-batch."""
+    rows = []
+    sends_per_microbatch = 2 * plan.virtual_stages if plan.pipeline > 1 else 0
+    for stage in range(plan.pipeline):
+        chunks = costs.stage_chunks(stage, plan.pipeline)
+        fwd = sum(c.forward_s for c in chunks)
+        bwd = sum(c.backward_s for c in chunks)
+        comm = sum(c.forward_comm_s + c.backward_comm_s for c in chunks)
+        rows.append((fwd, bwd, comm, sends_per_microbatch * costs.p2p_s))
+    return rows
+
+
+def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
+    m = plan.microbatches
+    rows = stage_microbatch_s(costs, plan)
+    per_mb = []
+    for fwd, bwd, _comm, sends in rows:
+        zero3_exposed = max(0.0, costs.zero3_per_microbatch_s - (fwd + bwd))
+        per_mb.append(fwd + bwd + sends + zero3_exposed)
+    busiest = max(range(plan.pipeline), key=lambda i: per_mb[i])
+    fill_drain = sum(per_mb) - per_mb[busiest]
+    if plan.schedule == "interleaved":
+        fill_drain /= plan.virtual_stages
+    pipeline_s = m * per_mb[busiest] + fill_drain
+
+    fwd, bwd, comm, sends = rows[busiest]
+    if plan.overlap_grad_reduce:
+        dp_s = max(0.0, costs.dp_reduce_s - bwd) + max(0.0, costs.dp_gather_s - fwd)
+    else:
+        dp_s = costs.dp_reduce_s + costs.dp_gather_s
+    zero3_exposed = per_mb[busiest] - (fwd + bwd + sends)
+    step_s = pipeline_s + dp_s + costs.optimizer_s
+    return StepBreakdown(
+        step_s=step_s,
+        compute_s=m * (fwd + bwd - comm),
+        tp_comm_s=m * comm,
+        pp_comm_s=m * sends,
+        bubble_s=pipeline_s - m * per_mb[busiest],
+        dp_comm_s=dp_s + m * zero3_exposed,
+        optimizer_s=costs.optimizer_s,
+        bottleneck_stage=busiest,
+    )

@@ -1,0 +1,36 @@
+"""Errors the twin raises on purpose.
+
+``ScenarioError`` is bad input: the CLI prints its one-line message and exits 2.
+``InfeasibleError`` is a valid question whose answer is "this does not run"
+(a plan that does not divide, a model that does not fit); searches skip it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class TwinError(Exception):
+    """Base class for every error the twin raises deliberately."""
+
+
+class ScenarioError(TwinError):
+    """Bad input: names the field, the value and what is allowed."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class InfeasibleError(ScenarioError):
+    """A well-formed plan that cannot run on the given hardware (a search skips it)."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when none is close."""
+    close = difflib.get_close_matches(str(name).lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
+    if not close:
+        return ""
+    original = {c.lower(): c for c in choices}[close[0]]
+    return f" (did you mean '{original}'?)"

@@ -1,0 +1,1 @@
+"""Hardware: GPUs, nodes, racks, storage and the fabric, in SI units."""

@@ -1,0 +1,186 @@
+"""Typed hardware specs in SI units, built from the catalog and the scenario."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from twin import catalog
+from twin.scenario import Cluster
+from twin.units import parse_quantity
+
+# Precisions whose tensor-core peak a training step uses; fp16/bf16 share a peak.
+PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "int8")
+
+# When no idle power is measured for a GPU, idle = this fraction of TDP.
+# Calibrated on the two measured GPUs: H100 SXM 69/700 W = 0.099, A100 SXM4 62/400 W = 0.155.
+IDLE_POWER_FRACTION_OF_TDP = 0.10
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    name: str
+    description: str
+    peak_flops: dict[str, float]          # dense FLOP/s by precision
+    memory_bytes: float
+    memory_Bps: float
+    tdp_w: float
+    idle_w: float
+    nvlink_Bps: float                     # aggregate bidirectional, as datasheets print it
+    mig: dict[str, int]
+    source: str
+
+    def peak(self, precision: str) -> float:
+        """Dense tensor peak for ``precision``; fp32 training runs on TF32 tensor cores."""
+        key = {"fp32": "tf32"}.get(precision, precision)
+        if key not in self.peak_flops:
+            raise KeyError(precision)
+        return self.peak_flops[key]
+
+    @property
+    def nvlink_per_direction_Bps(self) -> float:
+        return self.nvlink_Bps / 2
+
+
+@dataclass(frozen=True)
+class NICs:
+    count: int
+    line_rate_Bps: float                  # per NIC, one direction
+
+    @property
+    def total_Bps(self) -> float:
+        return self.count * self.line_rate_Bps
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    description: str
+    gpu: GPUSpec
+    gpus: int
+    intra: str                            # nvswitch | pcie | c2c
+    nvswitches: int
+    pcie_Bps: float                       # per GPU, one direction
+    compute_nics: NICs
+    storage_nics: NICs
+    max_power_w: float
+    cpu: str
+    source: str
+
+    @property
+    def host_power_w(self) -> float:
+        """Everything in the node but the GPUs, at full load: max power less the GPUs' TDP."""
+        return max(0.0, self.max_power_w - self.gpus * self.gpu.tdp_w)
+
+    @property
+    def intra_node_Bps(self) -> float:
+        """Per-GPU bandwidth to its node peers, one direction."""
+        if self.intra == "nvswitch":
+            return self.gpu.nvlink_per_direction_Bps
+        return self.pcie_Bps
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    topology: str
+    link_Bps: float                       # per NIC port, one direction
+    nodes_per_su: int
+    oversubscription: float
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    read_Bps: float
+    write_Bps: float
+    capacity_bytes: float | None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    node: NodeSpec
+    nodes: int
+    spare_nodes: int
+    nodes_per_rack: int
+    rack_power_limit_w: float | None
+    gpu_power_cap_w: float | None
+    fabric: FabricSpec
+    storage: StorageSpec
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.node.gpus
+
+    @property
+    def racks(self) -> int:
+        return math.ceil((self.nodes + self.spare_nodes) / self.nodes_per_rack)
+
+
+def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:
+    row = catalog.entry("gpus", name, field_name)
+    where = f"catalog gpus.{name}"
+    peaks = {k: parse_quantity(v, "flops", f"{where}.peak.{k}") for k, v in row["peak"].items()}
+    tdp_w = parse_quantity(row["tdp"], "power", f"{where}.tdp")
+    idle = row.get("idle_power")
+    return GPUSpec(
+        name=name,
+        description=row["description"],
+        peak_flops=peaks,
+        memory_bytes=parse_quantity(row["memory"], "bytes", f"{where}.memory"),
+        memory_Bps=parse_quantity(row["memory_bandwidth"], "bandwidth", f"{where}.memory_bandwidth"),
+        tdp_w=tdp_w,
+        idle_w=parse_quantity(idle, "power", f"{where}.idle_power") if idle else IDLE_POWER_FRACTION_OF_TDP * tdp_w,
+        nvlink_Bps=parse_quantity(row["nvlink"], "bandwidth", f"{where}.nvlink"),
+        mig=dict(row.get("mig") or {}),
+        source=row["source"],
+    )
+
+
+def _nics(value: list, where: str) -> NICs:
+    count, rate = value
+    return NICs(int(count), parse_quantity(rate, "bandwidth", where))
+
+
+def node_spec(name: str, field_name: str = "cluster.node") -> NodeSpec:
+    row = catalog.entry("nodes", name, field_name)
+    where = f"catalog nodes.{name}"
+    return NodeSpec(
+        name=name,
+        description=row["description"],
+        gpu=gpu_spec(row["gpu"], f"{where}.gpu"),
+        gpus=int(row["gpus"]),
+        intra=row["intra"],
+        nvswitches=int(row.get("nvswitches", 0)),
+        pcie_Bps=parse_quantity(row["pcie"], "bandwidth", f"{where}.pcie"),
+        compute_nics=_nics(row["compute_nics"], f"{where}.compute_nics"),
+        storage_nics=_nics(row["storage_nics"], f"{where}.storage_nics"),
+        max_power_w=parse_quantity(row["max_power"], "power", f"{where}.max_power"),
+        cpu=row.get("cpu", ""),
+        source=row["source"],
+    )
+
+
+def cluster_spec(cluster: Cluster) -> ClusterSpec:
+    """The cluster a scenario describes; defaults come from the node."""
+    node = node_spec(cluster.node)
+    fabric = FabricSpec(
+        topology=cluster.fabric.topology,
+        link_Bps=cluster.fabric.link or node.compute_nics.line_rate_Bps,
+        nodes_per_su=cluster.fabric.nodes_per_su,
+        oversubscription=cluster.fabric.oversubscription,
+    )
+    if cluster.storage is not None:
+        storage = StorageSpec(cluster.storage.read, cluster.storage.write, cluster.storage.capacity)
+    else:
+        # No storage system named: bound by the nodes' storage NICs at line rate.
+        nic_Bps = cluster.nodes * node.storage_nics.total_Bps
+        storage = StorageSpec(nic_Bps, nic_Bps, None)
+    return ClusterSpec(
+        node=node,
+        nodes=cluster.nodes,
+        spare_nodes=cluster.spare_nodes,
+        nodes_per_rack=cluster.nodes_per_rack,
+        rack_power_limit_w=cluster.rack_power_limit,
+        gpu_power_cap_w=cluster.gpu_power_cap,
+        fabric=fabric,
+        storage=storage,
+    )

@@ -1,0 +1,1 @@
+"""The network: collectives on NVLink, PCIe and InfiniBand."""

@@ -1,0 +1,1 @@
+"""Power, energy, carbon and cost."""

@@ -1,0 +1,52 @@
+"""Human-readable reports of a Result, and catalog tables."""
+
+from __future__ import annotations
+
+from twin.results import Result
+from twin.units import fmt_bytes, fmt_duration, fmt_si
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain aligned text table."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def summary(r: Result) -> str:
+    """The terminal summary of a run: every number with its unit."""
+    out = [f"twin — {r.scenario}", ""]
+    out.append(f"Cluster       {r.gpus_total} GPUs, {r.gpus_used} used; plan {r.plan.get('description', '')}")
+    bd = r.memory_breakdown_bytes
+    fit = "fits" if r.memory_fits else "DOES NOT FIT"
+    out.append(f"Memory/GPU    {fmt_bytes(r.memory_per_gpu_bytes)} of {fmt_bytes(r.memory_capacity_bytes)} — {fit} "
+               f"(weights {fmt_bytes(bd.get('weights', 0))}, grads {fmt_bytes(bd.get('gradients', 0))}, "
+               f"optimizer {fmt_bytes(bd.get('optimizer', 0))}, activations {fmt_bytes(bd.get('activations', 0))}, "
+               f"runtime {fmt_bytes(bd.get('runtime', 0))})")
+    out.append(f"Step          {r.step_time_s:.3f} s for {r.tokens_per_step:,} tokens; bottleneck: {r.bottleneck}")
+    parts = ", ".join(f"{k} {v:.3f} s" for k, v in r.step_breakdown_s.items() if v > 0)
+    out.append(f"              {parts}")
+    out.append(f"Throughput    {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} tokens/s/GPU); "
+               f"{r.model_tflops_per_gpu:.0f} TFLOP/s/GPU model, {r.hardware_tflops_per_gpu:.0f} TFLOP/s/GPU hardware; "
+               f"MFU {r.mfu:.1%}")
+    out.append(f"Time to train {fmt_duration(r.time_to_train_s)} for {r.tokens:.3g} tokens "
+               f"(ideal {fmt_duration(r.ideal_time_to_train_s)}; {r.interruptions:.0f} interruptions, "
+               f"goodput {r.goodput:.1%})")
+    out.append(f"GPU-hours     {r.gpu_hours:,.0f} GPU·h")
+    out.append(f"Power (IT)    average {fmt_si(r.avg_power_it_w, 'W')}, peak {fmt_si(r.peak_power_it_w, 'W')}; "
+               f"{r.power.get('racks', 0)} racks, rack peak {fmt_si(r.power.get('rack_peak_w', 0), 'W')}")
+    out.append(f"Energy        IT {r.energy_it_kwh / 1e3:,.1f} MWh, facility {r.energy_facility_kwh / 1e3:,.1f} MWh "
+               f"(PUE {r.pue:.2f})")
+    rows = []
+    for code, kg in r.carbon_kg.items():
+        price = r.electricity_price_eur_per_kwh.get(code)
+        cost = r.energy_cost_eur.get(code)
+        rows.append([code + (" (site)" if code == r.country else ""),
+                     f"{r.carbon_intensity_g_per_kwh[code]:.0f} g/kWh", f"{kg / 1e3:,.1f} t CO2e",
+                     f"{price:.3f} EUR/kWh" if price is not None else "n/a",
+                     f"{cost:,.0f} EUR" if cost is not None else "n/a"])
+    out.append("")
+    out.append(table(rows, ["country", "intensity", "carbon", "electricity", "energy cost"]))
+    for w in r.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)

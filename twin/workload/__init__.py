@@ -1,0 +1,1 @@
+"""Workload: the transformer, its parallel plan and its memory."""

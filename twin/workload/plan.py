@@ -1,0 +1,134 @@
+"""The parallel plan: how a model is split over the cluster's GPUs.
+
+Megatron-style 4-D parallelism: tensor (TP, inside a layer), pipeline (PP,
+across layers, with optional virtual stages), data (DP, replicas, optionally
+ZeRO-sharded) and expert (EP, carved out of DP for MoE FFNs). Divisibility
+that real frameworks require is checked here; a plan that cannot run raises
+``InfeasibleError`` naming the key and what would work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.errors import InfeasibleError
+from twin.hardware.specs import ClusterSpec
+from twin.scenario import Parallelism
+from twin.workload.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    tensor: int
+    pipeline: int
+    data: int
+    expert: int
+    microbatch: int
+    virtual_stages: int
+    schedule: str                 # gpipe | 1f1b | interleaved
+    sequence_parallel: bool       # effective: False when tensor == 1
+    recompute: str                # none | selective | full
+    zero: int
+    overlap_grad_reduce: bool
+    global_batch: int
+    seq_len: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor * self.pipeline * self.data
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches per data-parallel replica per step (m)."""
+        return self.global_batch // (self.data * self.microbatch)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    def describe(self) -> str:
+        parts = [f"TP{self.tensor}", f"PP{self.pipeline}", f"DP{self.data}"]
+        if self.expert > 1:
+            parts.append(f"EP{self.expert}")
+        if self.virtual_stages > 1:
+            parts.append(f"v{self.virtual_stages}")
+        extras = [self.schedule, f"micro-batch {self.microbatch} × {self.microbatches}",
+                  f"ZeRO-{self.zero}", f"recompute {self.recompute}"]
+        if self.sequence_parallel:
+            extras.append("SP")
+        return " ".join(parts) + " (" + ", ".join(extras) + ")"
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def stage_layers(layers: int, pipeline: int, virtual_stages: int = 1) -> list[int]:
+    """Layers per model chunk (pipeline · virtual_stages chunks), split as evenly as possible.
+
+    70 layers on 12 chunks → 10 chunks of 6 and 2 of 5: the first chunks take the
+    remainder, as Megatron's uneven split and torchtitan do.
+    """
+    chunks = pipeline * virtual_stages
+    base, extra = divmod(layers, chunks)
+    return [base + (1 if i < extra else 0) for i in range(chunks)]
+
+
+def resolve_plan(par: Parallelism, model: ModelSpec, cluster: ClusterSpec,
+                 global_batch: int, seq_len: int) -> ParallelPlan:
+    """Check a requested plan against the model and cluster; fill ``data: auto``."""
+    where = "training.parallelism"
+    t, p, ep, mb, v = par.tensor, par.pipeline, par.expert, par.microbatch, par.virtual_stages
+    if model.heads % t:
+        ok = [d for d in _divisors(model.heads) if d <= cluster.node.gpus] or [1]
+        raise InfeasibleError(f"{where}.tensor", f"{t} does not divide the model's {model.heads} attention heads; "
+                              f"allowed: {', '.join(map(str, ok))}")
+    if model.kv_heads % t and t % model.kv_heads:
+        raise InfeasibleError(f"{where}.tensor", f"{t} neither divides nor is a multiple of the model's "
+                              f"{model.kv_heads} KV heads")
+    if model.ffn_hidden % t:
+        raise InfeasibleError(f"{where}.tensor", f"{t} does not divide ffn_hidden {model.ffn_hidden}")
+    if p * v > model.layers:
+        raise InfeasibleError(f"{where}.pipeline", f"{p} stages × {v} virtual stages exceeds the model's "
+                              f"{model.layers} layers")
+    schedule = par.schedule
+    if v > 1 and schedule != "interleaved":
+        schedule = "interleaved"
+    if schedule == "interleaved" and v == 1:
+        schedule = "1f1b"
+    if ep > 1 and model.experts % ep:
+        raise InfeasibleError(f"{where}.expert", f"{ep} does not divide the model's {model.experts} experts")
+    if ep > 1 and not model.is_moe:
+        raise InfeasibleError(f"{where}.expert", f"{ep} > 1 but {model.name} is a dense model (experts: 1)")
+
+    gpus = cluster.gpus
+    if t * p > gpus:
+        raise InfeasibleError(where, f"tensor {t} × pipeline {p} = {t * p} GPUs, the cluster has {gpus}")
+    if global_batch % mb:
+        raise InfeasibleError(f"{where}.microbatch", f"{mb} does not divide global_batch {global_batch}")
+    if par.data == "auto":
+        candidates = [d for d in range(gpus // (t * p), 0, -1)
+                      if (global_batch // mb) % d == 0 and d % ep == 0]
+        if not candidates:
+            raise InfeasibleError(f"{where}.data", f"no data-parallel size divides global_batch {global_batch} / "
+                                  f"microbatch {mb} and is a multiple of expert {ep}")
+        d = candidates[0]
+    else:
+        d = par.data
+        if t * p * d > gpus:
+            raise InfeasibleError(f"{where}.data", f"tensor {t} × pipeline {p} × data {d} = {t * p * d} GPUs, "
+                                  f"the cluster has {gpus}; largest data size: {gpus // (t * p)}")
+        if global_batch % (d * mb):
+            raise InfeasibleError(f"{where}.data", f"global_batch {global_batch} is not a multiple of data {d} × "
+                                  f"microbatch {mb}")
+        if d % ep:
+            raise InfeasibleError(f"{where}.expert", f"{ep} does not divide data {d} (experts are carved out of "
+                                  "data parallelism)")
+    if v > 1 and (global_batch // (d * mb)) % p:
+        raise InfeasibleError(f"{where}.virtual_stages", f"the interleaved schedule needs micro-batches per replica "
+                              f"({global_batch // (d * mb)}) to be a multiple of pipeline {p}")
+    return ParallelPlan(
+        tensor=t, pipeline=p, data=d, expert=ep, microbatch=mb, virtual_stages=v, schedule=schedule,
+        sequence_parallel=par.sequence_parallel and t > 1, recompute=par.recompute, zero=par.zero,
+        overlap_grad_reduce=par.overlap_grad_reduce, global_batch=global_batch, seq_len=seq_len,
+    )
