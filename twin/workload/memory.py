@@ -84,8 +84,10 @@ def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str)
         mlp = 3 * h + model.top_k * 4 * f                     # 19h for f = 4h
     norms = 4 * h
     per_token = attn + mlp + norms                            # 34h for a GPT layer
-    replicated = 0 if plan.sequence_parallel else 10 * h      # not split by TP without SP
-    per_token = replicated + (per_token - 10 * h) / t if t > 1 else per_token
+    if plan.sequence_parallel:
+        per_token /= t
+    elif t > 1:
+        per_token = 10 * h + (per_token - 10 * h) / t         # 10h stays whole without SP
     scores = 0.0
     if attention == "standard" and plan.recompute == "none":
         scores = 5 * model.heads * s / t                      # softmax, dropout mask and output

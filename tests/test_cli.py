@@ -1,0 +1,89 @@
+"""The command line as a user meets it: exit codes, one-line errors, JSON on stdout only."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import BASE, ROOT
+
+
+def twin(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "twin", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def write(tmp_path: Path, data, name="s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_run_superpod_prints_a_summary_with_units():
+    out = twin("run", "scenarios/superpod.yaml")
+    assert out.returncode == 0, out.stderr
+    for needle in ("GiB", "tokens/s", "TFLOP/s", "MFU", "days", "MWh", "t CO2e", "EUR"):
+        assert needle in out.stdout
+
+
+def test_json_is_the_only_output_and_holds_the_contract(tmp_path):
+    out = twin("run", str(write(tmp_path, BASE)), "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    for key in ("scenario", "gpus_total", "gpus_used", "step_time_s", "tokens_per_s", "model_tflops_per_gpu",
+                "hardware_tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "memory_capacity_bytes", "memory_fits",
+                "ideal_time_to_train_s", "time_to_train_s", "gpu_hours", "interruptions", "goodput",
+                "energy_it_kwh", "energy_facility_kwh", "avg_power_it_w", "peak_power_it_w", "carbon_kg",
+                "energy_cost_eur"):
+        assert key in record, key
+    assert set(record["carbon_kg"]) == {"FR", "DE"}
+    assert record["time_to_train_s"] == record["ideal_time_to_train_s"]
+    assert record["interruptions"] == 0
+
+
+def test_out_writes_results_json(tmp_path):
+    out = twin("run", str(write(tmp_path, BASE)), "--out", str(tmp_path / "res"))
+    assert out.returncode == 0
+    assert json.loads((tmp_path / "res" / "results.json").read_text())["gpus_used"] == 16
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d["cluster"].update(node="dgx-h1000"), "cluster.node: unknown node 'dgx-h1000' (did you mean 'dgx-h100'?)"),
+    (lambda d: d["training"].update(model="lama2-7b"), "training.model: unknown model 'lama2-7b' (did you mean"),
+    (lambda d: d["cluster"].update(nodes=-2), "cluster.nodes: -2 is not allowed"),
+    (lambda d: d["cluster"].update(fabric={"link": "400 Gb"}), "cluster.fabric.link: unknown unit 'Gb'"),
+    (lambda d: d["training"]["parallelism"].update(tensor=3), "training.parallelism.tensor: 3 does not divide"),
+    (lambda d: d["training"].update(token="1T"), "training.token: unknown key (did you mean 'tokens'?)"),
+    (lambda d: d["site"].update(country="FRN"), "site.country: unknown country code 'FRN'"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, mutate, field):
+    import copy
+
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    out = twin("run", str(write(tmp_path, data)), "--out", str(tmp_path / "res"))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr
+    assert field in lines[0]
+    assert not (tmp_path / "res").exists()
+
+
+def test_malformed_yaml_exits_2(tmp_path):
+    out = twin("run", str(write(tmp_path, "cluster: {node: dgx-h100, nodes: 2\ntraining: [")))
+    assert out.returncode == 2
+    assert "malformed YAML at line" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_missing_file_exits_2(tmp_path):
+    out = twin("run", str(tmp_path / "nope.yaml"))
+    assert out.returncode == 2 and "cannot read scenario file" in out.stderr
+
+
+@pytest.mark.parametrize("kind, needle", [("gpus", "h100-sxm"), ("nodes", "dgx-b200"), ("models", "mixtral-8x7b")])
+def test_catalog_lists(kind, needle):
+    out = twin("catalog", kind)
+    assert out.returncode == 0 and needle in out.stdout

@@ -1,0 +1,85 @@
+"""Unit conversions at the scenario boundary: every dimension, bits vs bytes, decimal vs binary."""
+
+import pytest
+
+from twin.errors import ScenarioError
+from twin.units import JOULES_PER_KWH, fmt_bytes, parse_price_per_kwh, parse_quantity
+
+
+@pytest.mark.parametrize("text, expected_Bps", [
+    ("400 Gb/s", 50e9),            # a bit is an eighth of a byte
+    ("400 Gbps", 50e9),
+    ("400 GB/s", 400e9),
+    ("2.7 TB/s", 2.7e12),
+    ("1 GiB/s", 2**30),
+    ("200 Gbit/s", 25e9),
+    ("100 Mb/s", 12.5e6),
+])
+def test_bandwidth_bits_and_bytes(text, expected_Bps):
+    assert parse_quantity(text, "bandwidth", "f") == pytest.approx(expected_Bps)
+
+
+@pytest.mark.parametrize("text, expected_bytes", [
+    ("80 GB", 80e9), ("80 GiB", 80 * 2**30), ("1.8 PB", 1.8e15), ("512 MiB", 512 * 2**20), ("1 TiB", 2**40),
+])
+def test_sizes_decimal_and_binary(text, expected_bytes):
+    assert parse_quantity(text, "bytes", "f") == pytest.approx(expected_bytes)
+
+
+def test_gib_is_larger_than_gb():
+    assert parse_quantity("80 GiB", "bytes", "f") / parse_quantity("80 GB", "bytes", "f") == pytest.approx(1.073741824)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("25 kW", 25e3), ("700 W", 700.0), ("1.2 MW", 1.2e6),
+])
+def test_power(text, expected):
+    assert parse_quantity(text, "power", "f") == pytest.approx(expected)
+
+
+def test_energy_kwh_to_joules():
+    assert parse_quantity("1 kWh", "energy", "f") == pytest.approx(JOULES_PER_KWH)
+    assert parse_quantity("2 MWh", "energy", "f") == pytest.approx(2 * 3.6e9)
+
+
+def test_flops():
+    assert parse_quantity("989 TFLOP/s", "flops", "f") == pytest.approx(989e12)
+    assert parse_quantity("1.979 PFLOP/s", "flops", "f") == pytest.approx(1.979e15)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("30 min", 1800.0), ("2 h", 7200.0), ("3 days", 259200.0), ("90 s", 90.0), (45, 45.0), ("500 ms", 0.5),
+])
+def test_durations(text, expected):
+    assert parse_quantity(text, "time", "f") == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2T", 2e12), ("1.4T", 1.4e12), ("300B", 300e9), ("500M", 500e6), ("2e12", 2e12), (1000, 1000.0),
+])
+def test_token_counts(text, expected):
+    assert parse_quantity(text, "count", "f") == pytest.approx(expected)
+
+
+def test_carbon_intensity_units():
+    assert parse_quantity("56 g/kWh", "carbon_intensity", "f") == pytest.approx(56.0)
+    assert parse_quantity("0.385 kg/kWh", "carbon_intensity", "f") == pytest.approx(385.0)
+
+
+def test_prices():
+    assert parse_price_per_kwh("0.10 EUR/kWh", "f") == (pytest.approx(0.10), "EUR")
+    assert parse_price_per_kwh("80 eur/MWh", "f") == (pytest.approx(0.08), "EUR")
+
+
+@pytest.mark.parametrize("value, dimension", [
+    ("400", "bandwidth"), (400, "bandwidth"), ("80", "bytes"), ("25 kg", "power"), ("fast", "time"),
+    ("400 Gb/s", "bytes"), (True, "count"),
+])
+def test_bad_units_name_the_field(value, dimension):
+    with pytest.raises(ScenarioError) as err:
+        parse_quantity(value, dimension, "cluster.fabric.link")
+    assert str(err.value).startswith("cluster.fabric.link: ")
+
+
+def test_fmt_bytes_uses_binary_prefixes():
+    assert fmt_bytes(80 * 2**30) == "80.0 GiB"

@@ -1,0 +1,145 @@
+"""Parameters, FLOPs and memory against published counts and hand computations."""
+
+import copy
+
+import pytest
+
+from twin.api import build, run_dict
+from twin.scenario import parse_scenario
+from twin.workload.memory import RUNTIME_RESERVED_BYTES, layer_activation_bytes, memory_per_gpu
+from twin.workload.model import ModelSpec, model_spec
+from twin.workload.plan import ParallelPlan, stage_layers
+from tests.conftest import BASE
+
+
+@pytest.mark.parametrize("name, published_b, tolerance", [
+    ("llama2-70b", 68.98, 0.005),     # meta-llama/Llama-2-70b-hf: 68,976,648,192 parameters
+    ("llama2-7b", 6.74, 0.005),
+    ("llama3-8b", 8.03, 0.005),
+    ("llama3-405b", 405.9, 0.01),
+    ("gpt3-175b", 175.0, 0.01),
+    ("bloom-176b", 176.2, 0.01),
+    ("mixtral-8x7b", 46.7, 0.01),
+])
+def test_parameter_counts_match_published(name, published_b, tolerance):
+    assert model_spec(name).params / 1e9 == pytest.approx(published_b, rel=tolerance)
+
+
+def test_llama2_70b_exact_count_by_hand():
+    # per layer: attention 8192·(8192 + 2·1024) + 8192² ; SwiGLU 3·8192·28672 ; two RMSNorms 2·8192
+    per_layer = 8192 * (8192 + 2 * 1024) + 8192**2 + 3 * 8192 * 28672 + 2 * 8192
+    total = 80 * per_layer + 2 * 32000 * 8192 + 8192
+    assert model_spec("llama2-70b").params == total == 68_976_648_192
+
+
+def test_mixtral_active_parameters():
+    m = model_spec("mixtral-8x7b")
+    assert m.active_params / 1e9 == pytest.approx(12.9, rel=0.02)   # Jiang et al. 2024: 13B active
+
+
+def test_flops_match_narayanan_equation_3():
+    # GPT-style model, full recomputation: F = 96·B·s·l·h²·(1 + s/6h + V/16lh) per batch of B sequences
+    l, h, s, V = 96, 12288, 2048, 51200
+    m = ModelSpec("gpt", l, h, 96, 96, 4 * h, V, "gelu", "layernorm", True)
+    per_token = m.hardware_flops_per_token(s, "full")
+    expected = 96 * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h)) / s
+    # Our count includes the (tiny) 2·h·E router-free bias-free projections exactly as eq. 3
+    assert per_token == pytest.approx(expected, rel=1e-9)
+    # Model FLOPs (no recompute) are 3/4 of the layer part plus the head
+    assert m.model_flops_per_token(s) == pytest.approx(72 * l * h**2 * (1 + s / (6 * h)) + 6 * h * V, rel=1e-9)
+
+
+def test_uneven_layers_split_as_evenly_as_possible():
+    assert stage_layers(70, 12) == [6] * 10 + [5] * 2
+    assert sum(stage_layers(126, 16)) == 126 and max(stage_layers(126, 16)) - min(stage_layers(126, 16)) == 1
+
+
+def _plan(**kw) -> ParallelPlan:
+    base = dict(tensor=1, pipeline=1, data=1, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
+                sequence_parallel=False, recompute="none", zero=0, overlap_grad_reduce=True,
+                global_batch=8, seq_len=2048)
+    base.update(kw)
+    return ParallelPlan(**base)
+
+
+GPT = ModelSpec("gpt-22b", 48, 6144, 64, 64, 4 * 6144, 51200, "gelu", "layernorm", True)
+
+
+def test_activations_korthikanti_no_parallelism():
+    # s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1)
+    s, b, h, a = 2048, 1, 6144, 64
+    plan = _plan(seq_len=s, microbatch=b)
+    assert layer_activation_bytes(GPT, plan, "standard") == pytest.approx(s * b * h * (34 + 5 * a * s / h))
+
+
+def test_activations_korthikanti_tensor_parallel_without_and_with_sp():
+    s, b, h, a, t = 2048, 1, 6144, 64, 8
+    no_sp = _plan(seq_len=s, tensor=t)
+    with_sp = _plan(seq_len=s, tensor=t, sequence_parallel=True)
+    assert layer_activation_bytes(GPT, no_sp, "standard") == pytest.approx(
+        s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))          # eq. 2
+    assert layer_activation_bytes(GPT, with_sp, "standard") == pytest.approx(
+        s * b * h / t * (34 + 5 * a * s / h))                     # eq. 4
+
+
+def test_selective_recompute_and_flash_drop_the_score_term():
+    s, h, t = 2048, 6144, 8
+    sel = _plan(seq_len=s, tensor=t, sequence_parallel=True, recompute="selective")
+    assert layer_activation_bytes(GPT, sel, "standard") == pytest.approx(s * h * 34 / t)     # eq. 6
+    flash = _plan(seq_len=s, tensor=t, sequence_parallel=True)
+    assert layer_activation_bytes(GPT, flash, "flash") == pytest.approx(s * h * 34 / t)
+
+
+def test_model_states_by_hand_and_zero_stages():
+    m = model_spec("llama2-7b")
+    plan = _plan(data=8, zero=0, recompute="selective")
+    p = m.params
+    mem0 = memory_per_gpu(m, plan, "bf16", "flash")
+    assert mem0.weights_bytes == pytest.approx(2 * p)
+    assert mem0.gradients_bytes == pytest.approx(4 * p)
+    assert mem0.optimizer_bytes == pytest.approx(12 * p)
+    mem1 = memory_per_gpu(m, _plan(data=8, zero=1, recompute="selective"), "bf16", "flash")
+    assert mem1.optimizer_bytes == pytest.approx(12 * p / 8) and mem1.gradients_bytes == pytest.approx(4 * p)
+    mem2 = memory_per_gpu(m, _plan(data=8, zero=2, recompute="selective"), "bf16", "flash")
+    assert mem2.gradients_bytes == pytest.approx(4 * p / 8) and mem2.weights_bytes == pytest.approx(2 * p)
+    mem3 = memory_per_gpu(m, _plan(data=8, zero=3, recompute="selective"), "bf16", "flash")
+    assert mem3.weights_bytes == pytest.approx(2 * p / 8)
+    assert mem0.total_bytes > mem1.total_bytes > mem2.total_bytes > mem3.total_bytes
+
+
+def test_70b_tensor8_on_one_dgx_does_not_fit_and_says_by_how_much():
+    data = copy.deepcopy(BASE)
+    data["cluster"]["nodes"] = 1
+    data["training"].update({"model": "llama2-70b", "global_batch": 8,
+                             "parallelism": {"tensor": 8, "pipeline": 1, "zero": 0, "recompute": "selective"}})
+    r = run_dict(data)
+    assert r.memory_fits is False
+    # 68.98e9 params / 8 × 18 B = 155.2 GB of model states alone, on an 80 GiB GPU
+    states = 18 * 68_976_648_192 / 8
+    bd = r.memory_breakdown_bytes
+    assert bd["weights"] + bd["gradients"] + bd["optimizer"] == pytest.approx(states)
+    assert bd["runtime"] == RUNTIME_RESERVED_BYTES
+    assert r.memory_per_gpu_bytes > r.memory_capacity_bytes
+    over_gib = (r.memory_per_gpu_bytes - r.memory_capacity_bytes) / 2**30
+    assert any(f"{over_gib:.1f} GiB over" in w for w in r.warnings)
+
+
+def test_memory_advice_offers_plans_that_fit():
+    data = copy.deepcopy(BASE)
+    data["cluster"]["nodes"] = 4
+    data["training"].update({"model": "llama2-70b", "global_batch": 32,
+                             "parallelism": {"tensor": 8, "pipeline": 1, "zero": 0, "recompute": "selective"}})
+    r = run_dict(data)
+    assert not r.memory_fits and r.memory_advice
+    assert any(a.startswith("ZeRO-3") or a.startswith("pipeline") for a in r.memory_advice)
+
+
+def test_pipeline_first_stage_holds_p_microbatches_under_1f1b_and_m_under_gpipe():
+    data = copy.deepcopy(BASE)
+    data["cluster"]["nodes"] = 4
+    data["training"].update({"model": "llama2-13b", "global_batch": 32,
+                             "parallelism": {"tensor": 8, "pipeline": 4, "data": 1, "recompute": "selective"}})
+    one_f = build(parse_scenario(data)).memory
+    data["training"]["parallelism"]["schedule"] = "gpipe"
+    gpipe = build(parse_scenario(data)).memory
+    assert gpipe.activations_bytes > one_f.activations_bytes
