@@ -1,21 +1,31 @@
 """Level 1: the time of one operator on one GPU, by roofline.
 
-An operator takes the longer of its compute time (FLOPs ÷ (peak · efficiency))
+An operator takes the longer of its compute time (FLOPs ÷ sustained FLOP/s)
 and its memory time (bytes moved ÷ (HBM bandwidth · efficiency)). Small GEMMs
-fall to the memory side of the roofline by themselves; the efficiencies are
-the named, calibrated parameters of ``Efficiency``.
+fall to the memory side of the roofline by themselves.
+
+Sustained FLOP/s = datasheet peak × achievable fraction × efficiency. The
+achievable fraction is measured per GPU and precision (the best a matmul
+reaches at the clock the GPU holds under load: 86.9% of peak on A100, 80.3% on
+H100, catalog calibration.yaml ``achievable_matmul``); the efficiency is the
+named, calibrated share of it that a training step's kernels sustain
+(``Efficiency.matmul`` for GEMMs, ``Efficiency.attention`` for fused attention).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.calibration import Efficiency
+from twin.calibration import Efficiency, achievable_matmul_fraction
 from twin.hardware.specs import GPUSpec
 
 # Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
 # inputs and write bf16 outputs; the roofline counts inputs at 1 B).
 OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+# FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
+# GEMM's activation input to fp8 in a separate kernel before the GEMM: read 2 B, write
+# 1 B per element. Weights are cast once per step (negligible over many micro-batches).
+FP8_CAST_BYTES_PER_ELEMENT = 3.0
 
 
 @dataclass(frozen=True)
@@ -28,13 +38,17 @@ class OperatorModel:
     @property
     def matmul_flops(self) -> float:
         """Sustained FLOP/s of large GEMMs."""
-        return self.gpu.peak(self.precision) * self.efficiency.matmul * self.power_cap_factor
+        return self.achievable_flops(self.precision) * self.efficiency.matmul * self.power_cap_factor
 
     @property
     def attention_flops(self) -> float:
         """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8)."""
         precision = "bf16" if self.precision == "fp8" else self.precision
-        return self.gpu.peak(precision) * self.efficiency.attention * self.power_cap_factor
+        return self.achievable_flops(precision) * self.efficiency.attention * self.power_cap_factor
+
+    def achievable_flops(self, precision: str) -> float:
+        """The GPU's measured maximum achievable matmul FLOP/s at ``precision``."""
+        return self.gpu.peak(precision) * achievable_matmul_fraction(self.gpu.name, precision)
 
     @property
     def memory_Bps(self) -> float:
@@ -45,7 +59,8 @@ class OperatorModel:
         flops = 2.0 * m * n * k
         operand = OPERAND_BYTES[self.precision]
         moved = operand * (m * k + k * n) + 2.0 * m * n
-        return count * max(flops / self.matmul_flops, moved / self.memory_Bps)
+        cast = FP8_CAST_BYTES_PER_ELEMENT * m * k / self.memory_Bps if self.precision == "fp8" else 0.0
+        return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)
 
     def memory_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel that reads and writes ``bytes_moved`` in all."""

@@ -1,0 +1,74 @@
+"""Failure rates of a job, by component, from a catalog profile.
+
+A profile (``catalog/data/failure_profiles.yaml``) counts unexpected
+interruptions by root cause over an observed exposure; the rate of a component
+is its count per device-hour (per GPU-hour or per node-hour). A job of G GPUs
+on N nodes sees, for each component, a Poisson process of rate
+``rate_per_device_hour · devices``; the superposition of independent Poisson
+processes is one Poisson process of the summed rate whose events belong to a
+component with probability proportional to its rate, which is how the job
+engine draws them.
+
+``failures.custom_rates`` sets the rate of named components of the profile (per
+device-hour, 0 to remove one); ``failures.rate_scale`` then multiplies every rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin import catalog
+from twin.errors import ScenarioError, did_you_mean
+from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    kind: str                        # gpu | hbm | software | network | host
+    per: str                         # gpu | node: the device the rate is counted per
+    rate_per_device_hour: float
+    replace: bool                    # the node leaves the job for repair
+
+
+@dataclass(frozen=True)
+class FailureProfile:
+    name: str
+    description: str
+    source: str
+    components: tuple[Component, ...]
+
+    def job_rates_per_s(self, gpus: int, nodes: int) -> tuple[float, ...]:
+        """Failure rate of each component for a job of ``gpus`` GPUs on ``nodes`` nodes (per second)."""
+        return tuple(c.rate_per_device_hour * (gpus if c.per == "gpu" else nodes) / SECONDS_PER_HOUR
+                     for c in self.components)
+
+    def mtbf_s(self, gpus: int, nodes: int) -> float:
+        """Mean time between failures of the job (inf without failures)."""
+        total = sum(self.job_rates_per_s(gpus, nodes))
+        return 1.0 / total if total > 0 else float("inf")
+
+
+def failure_profile(name: str, rate_scale: float = 1.0, custom_rates: dict[str, float] | None = None,
+                    field: str = "failures.profile") -> FailureProfile:
+    """A catalog profile with its rates scaled and custom rates applied."""
+    row = catalog.entry("failure_profiles", name, field)
+    hours = float(row["days"]) * SECONDS_PER_DAY / SECONDS_PER_HOUR
+    devices = {"gpu": float(row["gpus"]), "node": float(row["nodes"])}
+    components = []
+    for comp_name, c in row["components"].items():
+        rate = float(c["count"]) / (devices[c["per"]] * hours)
+        components.append(Component(comp_name, c["class"], c["per"], rate, bool(c["replace"])))
+    known = [c.name for c in components]
+    for comp_name, rate in (custom_rates or {}).items():
+        if rate < 0:
+            raise ScenarioError(f"failures.custom_rates.{comp_name}", f"{rate!r} is negative; a rate is failures "
+                                "per device-hour, >= 0")
+        if comp_name not in known:
+            raise ScenarioError(f"failures.custom_rates.{comp_name}", f"unknown component"
+                                f"{did_you_mean(comp_name, known)}; known in profile {name}: {', '.join(known)}")
+        components = [Component(c.name, c.kind, c.per, rate, c.replace) if c.name == comp_name else c
+                      for c in components]
+    components = [Component(c.name, c.kind, c.per, c.rate_per_device_hour * rate_scale, c.replace)
+                  for c in components]
+    return FailureProfile(name, row["description"], row["source"], tuple(components))

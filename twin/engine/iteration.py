@@ -1,0 +1,271 @@
+"""Level 2, discrete-event: one training step played across the pipeline with SimPy.
+
+One representative rank per pipeline stage (every rank of a stage does the
+same work at the same time: tensor- and data-parallel peers are symmetric).
+Each stage walks its schedule, the order in which Megatron-LM issues forward
+and backward passes of its model chunks:
+
+* ``gpipe``: every forward, then every backward (Huang et al. 2019);
+* ``1f1b``: ``p - stage - 1`` warm-up forwards, then one forward one backward,
+  then the cool-down backwards (Narayanan et al. SC'21 §2.2.1, PipeDream-Flush);
+* ``interleaved``: ``v`` chunks per stage, micro-batches in groups of ``p``,
+  ``2(p - stage - 1) + (v - 1)·p`` warm-up forwards (Narayanan et al. SC'21 §2.2.2,
+  Megatron-LM ``forward_backward_pipelining_with_interleaving``).
+
+A pass waits for its input: the forward of global chunk g for the forward of
+chunk g - 1 on the previous stage, the backward of chunk g for the backward of
+chunk g + 1. A stage that finishes a pass sends its activation (or gradient) to
+the next stage; the send holds the sender for the point-to-point time (Megatron
+uses blocking batched send/recv between passes). The costs of each pass come
+from ``StepCosts`` (operators and TP/EP communication inside the layers).
+
+Data parallelism: with ``overlap_grad_reduce`` the gradients of a chunk are
+reduced bucket by bucket (one bucket per layer) on a separate communication
+stream while the last micro-batch's backward of that chunk runs; otherwise after
+the whole backward. Every stage then waits for the slowest (gradient-norm
+clipping is a global reduction), runs the optimizer, and with ZeRO the updated
+parameters are all-gathered: overlapped with the next step's first forward
+(modelled at the start of this step, layer by layer) or exposed after the
+optimizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from functools import lru_cache
+
+import simpy
+
+from twin.engine.stage_costs import ChunkCost, StepCosts
+from twin.engine.step import StepBreakdown
+from twin.workload.plan import ParallelPlan
+
+FORWARD, BACKWARD = "forward", "backward"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One interval of a stage's timeline."""
+    stage: int
+    microbatch: int            # -1 for step-level work (DP communication, optimizer)
+    chunk: int                 # global model chunk (stage + pipeline · virtual index); -1 for step-level work
+    kind: str                  # forward | backward | send | dp_comm | optimizer
+    start_s: float
+    end_s: float
+
+    def as_dict(self) -> dict:
+        return {"stage": self.stage, "microbatch": self.microbatch, "chunk": self.chunk, "kind": self.kind,
+                "start_s": self.start_s, "end_s": self.end_s}
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    breakdown: StepBreakdown
+    timeline: tuple[Span, ...]
+    peak_in_flight: tuple[int, ...]      # per stage: most micro-batch chunks whose activations are held at once
+    stage_busy_s: tuple[float, ...]      # per stage: time its compute stream is busy (passes and sends)
+
+    def timeline_dicts(self) -> list[dict]:
+        return [span.as_dict() for span in self.timeline]
+
+
+def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches: int,
+                   stage: int) -> list[tuple[str, int, int]]:
+    """The passes a stage runs, in order: (forward|backward, micro-batch, virtual chunk index)."""
+    p, v, m = pipeline, virtual, microbatches
+    if plan_schedule == "gpipe":
+        fwd = [(FORWARD, j, k) for j in range(m) for k in range(v)]
+        bwd = [(BACKWARD, j, k) for j in range(m) for k in reversed(range(v))]
+        return fwd + bwd
+    if plan_schedule != "interleaved" or v == 1:
+        warmup = min(p - stage - 1, m)
+        order = [(FORWARD, j, 0) for j in range(warmup)]
+        for j in range(warmup, m):
+            order.append((FORWARD, j, 0))
+            order.append((BACKWARD, j - warmup, 0))
+        order += [(BACKWARD, j, 0) for j in range(m - warmup, m)]
+        return order
+
+    total = m * v
+
+    def pass_of(n: int, forward: bool) -> tuple[str, int, int]:
+        group = n % (p * v)
+        chunk = group // p
+        if not forward:
+            chunk = v - 1 - chunk
+        microbatch = (n // (p * v)) * p + group % p
+        return (FORWARD if forward else BACKWARD, microbatch, chunk)
+
+    warmup = min((p - stage - 1) * 2 + (v - 1) * p, total)
+    order = [pass_of(n, True) for n in range(warmup)]
+    for n in range(warmup, total):
+        order.append(pass_of(n, True))
+        order.append(pass_of(n - warmup, False))
+    order += [pass_of(n, False) for n in range(total - warmup, total)]
+    return order
+
+
+def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
+    """Play one step; identical plans and costs are simulated once (cached)."""
+    return _simulate_cached(_costs_key(costs), _plan_key(plan))
+
+
+def _costs_key(costs: StepCosts) -> tuple:
+    return (tuple(astuple(c) for c in costs.chunks), costs.p2p_s, costs.dp_reduce_s, costs.dp_gather_s,
+            costs.zero3_per_microbatch_s, costs.optimizer_s)
+
+
+def _plan_key(plan: ParallelPlan) -> tuple:
+    return (plan.schedule, plan.pipeline, plan.virtual_stages, plan.microbatches, plan.overlap_grad_reduce)
+
+
+@lru_cache(maxsize=64)
+def _simulate_cached(costs_key: tuple, plan_key: tuple) -> IterationResult:
+    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero3_s, optimizer_s = costs_key
+    schedule, p, v, m, overlap = plan_key
+    chunks = [ChunkCost(*c) for c in chunks_raw]
+    return _simulate(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero3_s, optimizer_s, schedule, p, v, m, overlap)
+
+
+def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gather_s: float, zero3_s: float,
+              optimizer_s: float, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
+    env = simpy.Environment()
+    n_chunks = p * v
+    spans: list[Span] = []
+    # delivered[(direction, global chunk, micro-batch)]: the input of that pass has arrived
+    delivered: dict[tuple[str, int, int], simpy.Event] = {}
+
+    def arrival(direction: str, g: int, j: int) -> simpy.Event:
+        key = (direction, g, j)
+        if key not in delivered:
+            delivered[key] = env.event()
+        return delivered[key]
+
+    stage_layers = [sum(chunks[s + p * k].layers for k in range(v)) for s in range(p)]
+    max_stage_layers = max(stage_layers) or 1
+    compute_end = [0.0] * p
+    busy = [0.0] * p
+    comm_inside = [0.0] * p
+    sends_s = [0.0] * p
+    zero3_extra = [0.0] * p
+    gather_wait = [0.0] * p
+    in_flight_peak = [0] * p
+
+    def gather_end_s(stage: int) -> float:
+        """When the (overlapped) parameter all-gather of this stage's chunks completes."""
+        return dp_gather_s * stage_layers[stage] / max_stage_layers
+
+    streams = [simpy.Resource(env, capacity=1) for _ in range(p)]
+
+    def bucket(stage: int, ready_s: float, duration_s: float, chunk: int):
+        """Reduce one gradient bucket on the stage's communication stream once it is ready."""
+        if ready_s > env.now:
+            yield env.timeout(ready_s - env.now)
+        with streams[stage].request() as turn:
+            yield turn
+            start = env.now
+            yield env.timeout(duration_s)
+            spans.append(Span(stage, -1, chunk, "dp_comm", start, env.now))
+
+    def rank(stage: int):
+        order = schedule_order(schedule, p, v, m, stage)
+        last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(v)}
+        first_forward_done: set[int] = set()
+        held = 0
+        deferred: list[tuple[float, int]] = []
+        stage_dp_s = dp_reduce_s * stage_layers[stage] / max_stage_layers
+        for direction, j, k in order:
+            g = stage + p * k
+            cost = chunks[g]
+            if direction == FORWARD and g > 0:
+                yield arrival(FORWARD, g, j)
+            if direction == BACKWARD and g < n_chunks - 1:
+                yield arrival(BACKWARD, g, j)
+            start = env.now
+            if direction == FORWARD:
+                duration = max(cost.forward_s, zero3_s / (2 * v))
+                zero3_extra[stage] += duration - cost.forward_s
+                comm_inside[stage] += cost.forward_comm_s
+                if overlap and dp_gather_s > 0 and k not in first_forward_done:
+                    # The first forward of a chunk consumes its layers as the gather delivers them.
+                    per_layer = duration / max(1, cost.layers)
+                    gathered = gather_end_s(stage) * (k + 1) / v
+                    stretched = max(duration, gathered + per_layer - start)
+                    gather_wait[stage] += stretched - duration
+                    duration = stretched
+                first_forward_done.add(k)
+                held += 1
+            else:
+                duration = max(cost.backward_s, zero3_s / (2 * v))
+                zero3_extra[stage] += duration - cost.backward_s
+                comm_inside[stage] += cost.backward_comm_s
+                held -= 1
+            in_flight_peak[stage] = max(in_flight_peak[stage], held)
+            if direction == BACKWARD and j == last_backward[k] and stage_dp_s > 0:
+                # This chunk's gradients are final: one bucket per layer, ready as the backward
+                # passes its layers (last layer first).
+                share = stage_dp_s * cost.layers / max(1, stage_layers[stage])
+                n = max(1, cost.layers)
+                if overlap:
+                    for i in range(n):
+                        env.process(bucket(stage, start + (i + 1) * duration / n, share / n, g))
+                else:
+                    deferred.append((share, g))
+            yield env.timeout(duration)
+            busy[stage] += duration
+            spans.append(Span(stage, j, g, direction, start, env.now))
+            # hand the activation (or gradient) on
+            target = g + 1 if direction == FORWARD else g - 1
+            if 0 <= target < n_chunks:
+                if p > 1:
+                    send_start = env.now
+                    yield env.timeout(p2p_s)
+                    busy[stage] += p2p_s
+                    sends_s[stage] += p2p_s
+                    if p2p_s > 0:
+                        spans.append(Span(stage, j, g, "send", send_start, env.now))
+                arrival(direction, target, j).succeed()
+        compute_end[stage] = env.now
+        for share, g in deferred:
+            env.process(bucket(stage, env.now, share, g))
+
+    for stage in range(p):
+        env.process(rank(stage))
+        if overlap and dp_gather_s > 0:     # last step's parameter all-gather, under the first forwards
+            spans.append(Span(stage, -1, -1, "dp_comm", 0.0, gather_end_s(stage)))
+    env.run()
+
+    pipeline_end = max(compute_end)
+    barrier = max(max(compute_end), _last_end(spans, "dp_comm"))
+    t = barrier
+    for stage in range(p):
+        if optimizer_s > 0:
+            spans.append(Span(stage, -1, -1, "optimizer", t, t + optimizer_s))
+    t += optimizer_s
+    exposed_gather = 0.0
+    if not overlap and dp_gather_s > 0:
+        for stage in range(p):
+            spans.append(Span(stage, -1, -1, "dp_comm", t, t + gather_end_s(stage)))
+        exposed_gather = dp_gather_s
+    step_s = t + exposed_gather
+
+    busiest = max(range(p), key=lambda s: busy[s] - gather_wait[s])
+    compute = busy[busiest] - comm_inside[busiest] - sends_s[busiest] - zero3_extra[busiest] - gather_wait[busiest]
+    dp_exposed = (barrier - pipeline_end) + exposed_gather + zero3_extra[busiest] + gather_wait[busiest]
+    bubble = step_s - compute - comm_inside[busiest] - sends_s[busiest] - dp_exposed - optimizer_s
+    breakdown = StepBreakdown(
+        step_s=step_s,
+        compute_s=compute,
+        tp_comm_s=comm_inside[busiest],
+        pp_comm_s=sends_s[busiest],
+        bubble_s=max(0.0, bubble),
+        dp_comm_s=dp_exposed,
+        optimizer_s=optimizer_s,
+        bottleneck_stage=busiest,
+    )
+    spans.sort(key=lambda s: (s.stage, s.start_s, s.kind))
+    return IterationResult(breakdown, tuple(spans), tuple(in_flight_peak), tuple(busy))
+
+
+def _last_end(spans: list[Span], kind: str) -> float:
+    return max((s.end_s for s in spans if s.kind == kind), default=0.0)

@@ -1,0 +1,440 @@
+"""Level 3, discrete-event: the whole training job with failures, checkpoints and spares.
+
+The clock jumps from event to event (failure, end of a restart, a repaired
+node, the end of training); between two events the job advances a whole
+block of iterations at the step time, with its periodic checkpoints computed
+in closed form. A run of weeks with hundreds of failures costs a few thousand
+events, whatever the number of iterations or GPUs.
+
+SimPy processes, after SimPy's machine-shop example: ``_job`` trains, and
+``_failures`` draws the next failure of the job's devices (one Poisson process
+of the summed component rates, the component drawn in proportion to its rate)
+and interrupts ``_job``. On a failure the job loses the work since its last
+durable checkpoint; the faulty node (for hardware causes) goes to repair and a
+spare takes its place; without a spare the job waits for a repaired node, or,
+when ``cluster.allow_shrink`` is set, restarts on fewer data-parallel replicas.
+A restart costs detection + relaunch + reading the checkpoint back.
+
+Checkpoints every ``interval`` iterations: synchronous ones stop training for
+the write; asynchronous ones stop it only for the host copy and become durable
+when the background write ends (the next snapshot waits for that write).
+``interval: auto`` is Daly's (2006) first-order optimum, which reduces to
+Young's (1974) sqrt(2·δ·M) for δ << M (δ: checkpoint stall, M: job MTBF).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from twin.engine.failures import FailureProfile, failure_profile
+from twin.engine.storage import CheckpointCost, checkpoint_cost
+from twin.hardware.specs import ClusterSpec
+from twin.scenario import Scenario
+
+TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = "train", "checkpoint", "restart", "repair_wait"
+# Beyond this many checkpoints in the recorded sample, each block of training between two
+# disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
+MAX_TIMELINE_CHECKPOINTS = 2000
+
+
+def young_daly_interval_s(stall_s: float, mtbf_s: float) -> float:
+    """Daly (2006) eq. 37: optimum compute time between checkpoints.
+
+    τ = sqrt(2δM)·[1 + (1/3)·sqrt(δ/2M) + (1/9)·(δ/2M)] − δ for δ < 2M, else M;
+    to first order Young's (1974) τ = sqrt(2δM).
+    """
+    if not math.isfinite(mtbf_s):
+        return math.inf
+    if stall_s <= 0:
+        return 0.0
+    if stall_s >= 2 * mtbf_s:
+        return mtbf_s
+    x = stall_s / (2 * mtbf_s)
+    return math.sqrt(2 * stall_s * mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - stall_s
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything the job engine needs, in SI units."""
+    iterations: int
+    step_s: float
+    nodes: int                       # nodes the job runs on
+    gpus: int
+    data_parallel: int               # replicas; a lost node takes one out when the job shrinks
+    spare_nodes: int
+    checkpoint: CheckpointCost
+    interval_iterations: int         # iterations between checkpoints
+    detection_s: float               # failure → the job knows (collective timeout, health checks)
+    relaunch_s: float                # reschedule, start processes, initialise communicators
+    repair_mean_s: float             # mean time to repair a node (exponential)
+    allow_shrink: bool
+    profile: FailureProfile
+
+    @property
+    def ideal_s(self) -> float:
+        return self.iterations * self.step_s
+
+    @property
+    def interval_s(self) -> float:
+        return self.interval_iterations * self.step_s
+
+
+def interval_iterations(interval: float | str, step_s: float, checkpoint: CheckpointCost, mtbf_s: float) -> int:
+    """Iterations between checkpoints: a duration, or ``auto`` (Young/Daly)."""
+    if interval == "auto":
+        tau = young_daly_interval_s(checkpoint.stall_s, mtbf_s)
+        if checkpoint.asynchronous:
+            tau = max(tau, checkpoint.write_s)     # a snapshot waits for the previous write
+    else:
+        tau = float(interval)
+    if not math.isfinite(tau):
+        return 2**62
+    return max(1, round(tau / step_s))
+
+
+@dataclass
+class JobSample:
+    """One simulated run."""
+    wall_s: float = 0.0
+    interruptions: int = 0
+    by_component: dict[str, int] = field(default_factory=dict)
+    lost_work_s: float = 0.0
+    restart_s: float = 0.0
+    repair_wait_s: float = 0.0
+    checkpoint_s: float = 0.0
+    checkpoints: int = 0
+    spares_used: int = 0
+    min_data_parallel: int = 0
+    segments: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class _Block:
+    start_s: float
+    end_s: float
+    train_s: float                   # training part of a cycle
+    ckpt_s: float                    # checkpoint part of a cycle (stall, plus waiting on the previous write)
+    checkpoints: int                 # completed within the block
+    durable_lag_s: float             # async: the write after the stall
+
+
+class _Run:
+    """State of one sample: the SimPy processes and their bookkeeping."""
+
+    def __init__(self, spec: JobSpec, rng: np.random.Generator, record: bool):
+        self.spec, self.rng, self.record = spec, rng, record
+        self.env = simpy.Environment()
+        self.out = JobSample(min_data_parallel=spec.data_parallel)
+        self.phase = TRAIN
+        self.spares = spec.spare_nodes
+        self.missing = 0                       # nodes the job runs without (shrunk)
+        self.repairs: list[float] = []         # return times of nodes in repair (heap)
+        self.blocks: list[_Block] = []
+        self.resumed: simpy.Event | None = None    # fires when a repair wait ends
+        rates = np.array(spec.profile.job_rates_per_s(spec.gpus, spec.nodes))
+        self.rate_full = float(rates.sum())
+        self.cumulative = np.cumsum(rates) / self.rate_full if self.rate_full > 0 else rates
+        self.job = self.env.process(self._job())
+        self.failure_process = self.env.process(self._failures()) if self.rate_full > 0 else None
+
+    # -- helpers -----------------------------------------------------------------
+    def _segment(self, start: float, end: float, phase: str, **extra) -> None:
+        if self.record and end > start:
+            self.out.segments.append({"start_s": start, "end_s": end, "phase": phase, **extra})
+
+    def _event(self, t: float, kind: str, component: str = "") -> None:
+        if self.record:
+            self.out.events.append({"t_s": t, "kind": kind, "component": component})
+
+    def _returns(self) -> None:
+        """Repaired nodes come back to the spare pool."""
+        while self.repairs and self.repairs[0] <= self.env.now:
+            heapq.heappop(self.repairs)
+            self.spares += 1
+
+    def _data_parallel(self) -> int:
+        return max(1, self.spec.data_parallel - self.missing)
+
+    def _step_s(self) -> float:
+        """Step time on the current replicas (the global batch is spread over fewer of them)."""
+        return self.spec.step_s * self.spec.data_parallel / self._data_parallel()
+
+    # -- processes -----------------------------------------------------------------
+    def _failures(self):
+        """Failures of the job's devices; each interrupts the job unless it is waiting for repair."""
+        while True:
+            active = (self.spec.nodes - self.missing) / self.spec.nodes
+            try:
+                yield self.env.timeout(self.rng.exponential(1.0 / (self.rate_full * active)))
+            except simpy.Interrupt:
+                continue                        # the job's size changed: redraw (memoryless)
+            index = int(np.searchsorted(self.cumulative, self.rng.random(), side="right"))
+            component = self.spec.profile.components[min(index, len(self.cumulative) - 1)]
+            if self.phase == REPAIR_WAIT and self.resumed is not None:
+                try:
+                    yield self.resumed          # idle nodes' failures interrupt nothing: sleep (memoryless)
+                except simpy.Interrupt:
+                    pass
+            elif self.job.is_alive:
+                self.job.interrupt(component)
+
+    def _job(self):
+        spec, env = self.spec, self.env
+        durable = 0                              # iterations safe in a checkpoint
+        while durable < spec.iterations:
+            interrupted, durable = yield from self._train(durable)
+            if interrupted is None:
+                break
+            component = interrupted
+            while component is not None:
+                component = yield from self._recover(component)
+        self.out.wall_s = env.now
+
+    def _train(self, start_iter: int):
+        """Train from a durable checkpoint to the end; returns (failed component or None, durable iterations)."""
+        spec, env, ck = self.spec, self.env, self.spec.checkpoint
+        step = self._step_s()
+        every = spec.interval_iterations
+        train_s = every * step
+        if ck.asynchronous:
+            ckpt_s = ck.stall_s + max(0.0, ck.write_s - train_s)
+            lag = ck.write_s
+        else:
+            ckpt_s, lag = ck.write_s, 0.0
+        cycle = train_s + ckpt_s
+        remaining = spec.iterations - start_iter
+        n_ckpt = max(0, math.ceil(remaining / every) - 1)
+        duration = remaining * step + n_ckpt * ckpt_s
+        t0 = env.now
+        self.phase = TRAIN
+        try:
+            yield env.timeout(duration)
+        except simpy.Interrupt as failure:
+            elapsed = env.now - t0
+            n = min(n_ckpt, int(elapsed // cycle))
+            r = elapsed - n * cycle
+            if n >= n_ckpt or r < train_s:
+                live_s = n * train_s + r      # training time done in the block
+                in_ckpt = False
+            else:
+                live_s = (n + 1) * train_s
+                in_ckpt = True
+            saved = min(n_ckpt, int((elapsed - lag) // cycle)) if elapsed >= lag else 0
+            durable = start_iter + saved * every
+            self.out.lost_work_s += live_s - saved * train_s
+            self.out.checkpoints += saved
+            self.out.checkpoint_s += n * ckpt_s + (r - train_s if in_ckpt else 0.0)
+            self._blocks_done(t0, env.now, train_s, ckpt_s, n + (1 if in_ckpt else 0), lag, saved)
+            return failure.cause, durable
+        self.out.checkpoints += n_ckpt
+        self.out.checkpoint_s += n_ckpt * ckpt_s
+        self._blocks_done(t0, env.now, train_s, ckpt_s, n_ckpt, lag, n_ckpt)
+        return None, spec.iterations
+
+    def _recover(self, component):
+        """Handle one failure: repair or replace, wait if needed, restart. Returns a new failure or None."""
+        spec, env, out = self.spec, self.env, self.out
+        out.interruptions += 1
+        out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
+        self._event(env.now, "failure", component.name)
+        self._returns()
+        if component.replace:
+            heapq.heappush(self.repairs, env.now + self.rng.exponential(spec.repair_mean_s))
+            self.missing += 1
+        t_fail = env.now
+        self.phase = RESTART
+        try:
+            yield env.timeout(spec.detection_s)
+        except simpy.Interrupt as again:
+            self._segment(t_fail, env.now, RESTART)
+            out.restart_s += env.now - t_fail
+            return again.cause
+        self._segment(t_fail, env.now, RESTART)
+        out.restart_s += env.now - t_fail
+        # Fill the job back up from the spare pool; wait for repairs when it must.
+        self._returns()
+        while self.missing > 0:
+            self._returns()
+            if self.spares > 0:
+                self.spares -= 1
+                self.missing -= 1
+                out.spares_used += 1
+                continue
+            if spec.allow_shrink and self._data_parallel() > 1:
+                break
+            self.phase = REPAIR_WAIT
+            self.resumed = env.event()
+            t_wait = env.now
+            yield env.timeout(self.repairs[0] - env.now)
+            self.resumed.succeed()
+            self._segment(t_wait, env.now, REPAIR_WAIT)
+            out.repair_wait_s += env.now - t_wait
+        out.min_data_parallel = min(out.min_data_parallel, self._data_parallel())
+        if spec.allow_shrink and self.failure_process is not None:
+            self.failure_process.interrupt()    # the job's size may have changed: new failure rate
+        self.phase = RESTART
+        t_restart = env.now
+        self._event(env.now, "restart")
+        try:
+            yield env.timeout(spec.relaunch_s + spec.checkpoint.read_s)
+        except simpy.Interrupt as again:
+            self._segment(t_restart, env.now, RESTART)
+            out.restart_s += env.now - t_restart
+            return again.cause
+        self._segment(t_restart, env.now, RESTART)
+        out.restart_s += env.now - t_restart
+        return None
+
+    def _blocks_done(self, t0: float, t1: float, train_s: float, ckpt_s: float, cycles: int, lag: float,
+                     saved: int) -> None:
+        if self.record:
+            self.blocks.append(_Block(t0, t1, train_s, ckpt_s, cycles, lag))
+            self.out.segments.append({"block": len(self.blocks) - 1, "saved": saved})
+
+    def timeline(self) -> None:
+        """Expand the recorded blocks into train/checkpoint segments and checkpoint events."""
+        expand = sum(b.checkpoints for b in self.blocks) <= MAX_TIMELINE_CHECKPOINTS
+        segments, events = [], list(self.out.events)
+        for item in self.out.segments:
+            if "block" not in item:
+                segments.append(item)
+                continue
+            b, saved = self.blocks[item["block"]], item["saved"]
+            cycle = b.train_s + b.ckpt_s
+            if expand:
+                t = b.start_s
+                for i in range(b.checkpoints):
+                    segments.append({"start_s": t, "end_s": min(b.end_s, t + b.train_s), "phase": TRAIN})
+                    segments.append({"start_s": t + b.train_s, "end_s": min(b.end_s, t + cycle),
+                                     "phase": CHECKPOINT})
+                    t += cycle
+                if b.end_s > t:
+                    segments.append({"start_s": t, "end_s": b.end_s, "phase": TRAIN})
+                events += [{"t_s": b.start_s + (i + 1) * cycle + b.durable_lag_s, "kind": "checkpoint",
+                            "component": ""} for i in range(saved)]
+            else:
+                segments.append({"start_s": b.start_s, "end_s": b.end_s, "phase": TRAIN,
+                                 "checkpoints": b.checkpoints, "checkpoint_s": b.checkpoints * b.ckpt_s})
+        segments = [s for s in segments if s["end_s"] > s["start_s"]]
+        segments.sort(key=lambda s: s["start_s"])
+        merged: list[dict] = []
+        for s in segments:           # detection and relaunch of one restart read as one segment
+            last = merged[-1] if merged else None
+            if (last and last["phase"] == s["phase"] == RESTART and abs(last["end_s"] - s["start_s"]) < 1e-9):
+                last["end_s"] = s["end_s"]
+            else:
+                merged.append(dict(s))
+        segments = merged
+        events.sort(key=lambda e: e["t_s"])
+        self.out.segments, self.out.events = segments, events
+
+
+def simulate_job(spec: JobSpec, rng: np.random.Generator, record: bool = False) -> JobSample:
+    """One sample of the job; ``record`` keeps its timeline."""
+    run = _Run(spec, rng, record)
+    run.env.run(until=run.job)
+    if record:
+        run.timeline()
+    return run.out
+
+
+@dataclass(frozen=True)
+class JobStats:
+    samples: tuple[JobSample, ...]
+    median: JobSample                # the sample whose wall time is the median, with its timeline
+    ideal_s: float
+
+    def percentile(self, key: str, q: float) -> float:
+        return float(np.percentile([getattr(s, key) for s in self.samples], q))
+
+    def mean(self, key: str) -> float:
+        return float(np.mean([getattr(s, key) for s in self.samples]))
+
+    def goodputs(self) -> np.ndarray:
+        return np.array([self.ideal_s / s.wall_s for s in self.samples])
+
+
+def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
+    """``samples`` runs with seeds derived from ``seed``; the median run is replayed with its timeline."""
+    seeds = np.random.SeedSequence(seed).spawn(samples)
+    runs = [simulate_job(spec, np.random.default_rng(s)) for s in seeds]
+    order = np.argsort([r.wall_s for r in runs], kind="stable")
+    median_index = int(order[(samples - 1) // 2])
+    median = simulate_job(spec, np.random.default_rng(seeds[median_index]), record=True)
+    return JobStats(tuple(runs), median, spec.ideal_s)
+
+
+def job_spec(scenario: Scenario, cluster: ClusterSpec, params: float, gpus_used: int, data_parallel: int,
+             tokens_per_step: int, step_s: float) -> JobSpec:
+    """The job a scenario describes, at the simulated step time."""
+    fl, tr = scenario.failures, scenario.training
+    nodes_used = -(-gpus_used // cluster.node.gpus)
+    profile = failure_profile(fl.profile, fl.rate_scale, dict(fl.custom_rates))
+    checkpoint = checkpoint_cost(params, tr.precision, cluster, nodes_used, gpus_used, tr.checkpoint.asynchronous)
+    mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
+    return JobSpec(
+        iterations=max(1, math.ceil(tr.tokens / tokens_per_step)),
+        step_s=step_s,
+        nodes=nodes_used,
+        gpus=gpus_used,
+        data_parallel=data_parallel,
+        spare_nodes=cluster.spare_nodes + (cluster.nodes - nodes_used),   # idle nodes are spares too
+        checkpoint=checkpoint,
+        interval_iterations=interval_iterations(tr.checkpoint.interval, step_s, checkpoint, mtbf_s),
+        detection_s=fl.detection_time,
+        relaunch_s=fl.restart_time,
+        repair_mean_s=fl.repair_time,
+        allow_shrink=scenario.cluster.allow_shrink,
+        profile=profile,
+    )
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    return {"p10": float(p10), "p50": float(p50), "p90": float(p90), "mean": float(np.mean(values))}
+
+
+def job_summary(spec: JobSpec, stats: JobStats, seed: int) -> dict:
+    """The ``failures`` record of a Result: distributions over the samples and the checkpoint plan."""
+    runs = stats.samples
+    components = sorted({name for r in runs for name in r.by_component})
+    ck = spec.checkpoint
+    return {
+        "profile": spec.profile.name,
+        "source": spec.profile.source,
+        "samples": len(runs),
+        "seed": seed,
+        "mtbf_s": spec.profile.mtbf_s(spec.gpus, spec.nodes),
+        "time_to_train_s": _spread([r.wall_s for r in runs]),
+        "interruptions": _spread([r.interruptions for r in runs]),
+        "goodput": _spread(list(stats.goodputs())),
+        "lost_work_s": _spread([r.lost_work_s for r in runs]),
+        "restart_s": _spread([r.restart_s for r in runs]),
+        "repair_wait_s": _spread([r.repair_wait_s for r in runs]),
+        "checkpoint_s": _spread([r.checkpoint_s for r in runs]),
+        "spares_used": _spread([r.spares_used for r in runs]),
+        "spare_nodes": spec.spare_nodes,
+        "min_data_parallel": min(r.min_data_parallel for r in runs),
+        "by_component": {c: float(np.mean([r.by_component.get(c, 0) for r in runs])) for c in components},
+        "checkpoint_interval_s": spec.interval_s,
+        "checkpoint_interval_iterations": spec.interval_iterations,
+        "checkpoint_bytes": ck.bytes,
+        "checkpoint_write_s": ck.write_s,
+        "checkpoint_read_s": ck.read_s,
+        "checkpoint_stall_s": ck.stall_s,
+        "checkpoint_asynchronous": ck.asynchronous,
+        "storage_write_Bps": ck.write_Bps,
+        "storage_read_Bps": ck.read_Bps,
+        "detection_s": spec.detection_s,
+        "relaunch_s": spec.relaunch_s,
+        "repair_mean_s": spec.repair_mean_s,
+        "per_component_rates_per_device_hour": {c.name: c.rate_per_device_hour for c in spec.profile.components},
+        "samples_values": {"time_to_train_s": [r.wall_s for r in runs],
+                           "interruptions": [r.interruptions for r in runs]},
+    }
