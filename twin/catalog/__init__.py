@@ -13,7 +13,7 @@ import yaml
 
 from twin.errors import ScenarioError, did_you_mean
 
-KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration")
+KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power")
 
 
 @lru_cache(maxsize=None)

@@ -47,8 +47,11 @@ def country(code: str, field: str) -> Country:
     elif len(text) == 3:
         found = pycountry.countries.get(alpha_3=text)
     if found is None:
-        choices = [c.alpha_2 for c in pycountry.countries] + [c.name for c in pycountry.countries]
-        hint = did_you_mean(text, choices)
+        by_name = {c.name: c.alpha_2 for c in pycountry.countries}
+        hint = did_you_mean(text, [c.alpha_2 for c in pycountry.countries] + list(by_name))
+        close_name = next((n for n in by_name if hint == f" (did you mean '{n}'?)"), None)
+        if close_name:
+            hint = f" (did you mean '{by_name[close_name]}' for {close_name}?)"
         if not hint:
             try:
                 guess = pycountry.countries.search_fuzzy(str(code))[0]
@@ -80,6 +83,7 @@ def carbon_intensity(place: Country, override_g_per_kwh: float | None = None) ->
 class Price:
     eur_per_kwh: float
     source: str
+    year: int | None = None
 
 
 def to_eur(amount: float, currency: str, field: str) -> float:
@@ -102,4 +106,4 @@ def electricity_price(place: Country, override: tuple[float, str] | None = None)
     row = prices[key]
     note = "" if key == place.alpha2 else f" (EU average used for {place.alpha2})"
     return Price(to_eur(float(row["price"]), row["currency"], f"catalog electricity_prices.{key}"),
-                 row["source"] + note)
+                 row["source"] + note, row.get("year"))

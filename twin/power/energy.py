@@ -1,48 +1,175 @@
-"""IT power of the cluster during training, and the energy of a run.
+"""Cluster IT power by phase, the power timeline of a run, and its energy.
 
-A GPU draws its idle power plus (TDP - idle) times its activity, the share of
-the step its kernels run; the rest of the node (CPUs, memory, NICs, NVSwitches,
-fans) draws the node's maximum less its GPUs' TDP at full load. Spare nodes
-stand idle. Facility energy = IT energy × PUE.
+A training step splits into phases (``StepBreakdown``): compute-bound kernels,
+memory-bound work (the optimizer step), communication left exposed (tensor,
+pipeline and data parallel) and the pipeline bubble. Each phase has its GPU
+power (``devices.GPUPower``); the step's average is their time-weighted mean.
+A job adds its own phases (``Result.timeline`` segments: train, checkpoint,
+restart, repair_wait). Busy nodes draw their phase's power; nodes without work
+and spare nodes stand idle; switches and storage draw a constant power.
+
+Energy is the integral of the IT power over the timeline; facility energy is IT
+energy × PUE. ``gpu-tdp`` accounting instead counts GPU-hours × TDP, the
+convention of the LLaMA and BLOOM papers, so their tables can be reproduced.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
+from twin.power.devices import GPUPower, NodePower, node_power
+from twin.units import JOULES_PER_KWH, SECONDS_PER_HOUR
 
-# Share of its full-load power that a node's host (everything but GPUs) draws when idle.
-# Assumption: CPUs, fans and NICs of an idle DGX draw about a third of their maximum.
-HOST_IDLE_FRACTION = 0.35
+# Job phases of ``Result.timeline`` and the GPU phase each one runs (train: the step's mix).
+JOB_PHASES = {"train": None, "checkpoint": "checkpoint", "restart": "restart", "repair_wait": "idle"}
+
+
+@dataclass(frozen=True)
+class StepPower:
+    """One GPU through one training step."""
+    phases_s: dict[str, float]       # GPU phase → seconds per step
+    phases_w: dict[str, float]       # GPU phase → watts
+    gpu_avg_w: float
+    activity: float                  # time-weighted share of the GPU's dynamic range
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phases_s": self.phases_s, "phases_w": self.phases_w, "gpu_avg_w": self.gpu_avg_w,
+                "activity": self.activity}
+
+
+def step_phases(step: StepBreakdown) -> dict[str, float]:
+    """Seconds of one step in each GPU power phase."""
+    return {
+        "compute": step.compute_s,
+        "memory": step.optimizer_s,
+        "communication": step.tp_comm_s + step.pp_comm_s + step.dp_comm_s,
+        "bubble": step.bubble_s,
+    }
+
+
+def step_power(gpu: GPUPower, step: StepBreakdown) -> StepPower:
+    phases = step_phases(step)
+    watts = {p: gpu.phase_w(p) for p in phases}
+    total_s = sum(phases.values())
+    avg = sum(watts[p] * s for p, s in phases.items()) / total_s if total_s > 0 else gpu.idle_w
+    span = gpu.limit_w - gpu.idle_w
+    activity = (avg - gpu.idle_w) / span if span > 0 else 0.0
+    return StepPower(phases, watts, avg, activity)
+
+
+@dataclass(frozen=True)
+class ClusterPower:
+    """IT power of the cluster in each job phase."""
+    node: NodePower
+    busy_nodes: int
+    idle_nodes: int                  # nodes without work and spare nodes
+    infrastructure_w: float          # switches and storage
+    step: StepPower
+
+    def gpu_activity(self, phase: str) -> float:
+        gpu_phase = JOB_PHASES.get(phase, "idle")
+        return self.step.activity if gpu_phase is None else self.node.gpu.activity[gpu_phase]
+
+    def busy_node_w(self, phase: str = "train") -> float:
+        return self.node.draw_w(self.gpu_activity(phase))
+
+    def it_w(self, phase: str = "train") -> float:
+        return (self.busy_nodes * self.busy_node_w(phase) + self.idle_nodes * self.node.idle_w
+                + self.infrastructure_w)
+
+    @property
+    def peak_w(self) -> float:
+        """Every busy node at its limit at once (the provisioning figure)."""
+        return self.busy_nodes * self.node.peak_w + self.idle_nodes * self.node.idle_w + self.infrastructure_w
+
+    @property
+    def nodes_w(self) -> float:
+        return self.busy_nodes * self.busy_node_w("train") + self.idle_nodes * self.node.idle_w
+
+
+def cluster_power(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, infrastructure_w: float = 0.0) -> ClusterPower:
+    node = node_power(cluster.node, cluster.gpu_power_cap_w)
+    busy = min(cluster.nodes, -(-gpus_used // cluster.node.gpus))
+    idle = cluster.nodes - busy + cluster.spare_nodes
+    return ClusterPower(node, busy, idle, infrastructure_w, step_power(node.gpu, step))
+
+
+def training_segments(time_s: float) -> list[dict[str, Any]]:
+    """The timeline of a run without interruptions: one training segment."""
+    return [{"start_s": 0.0, "end_s": time_s, "phase": "train"}]
+
+
+def power_timeline(power: ClusterPower, segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """IT power of each timeline segment; adjacent segments of the same phase are merged.
+
+    A segment may carry ``checkpoint_s``, the checkpoint writes folded inside it: those
+    seconds draw checkpoint power, the rest the segment's phase power; ``it_w`` is then
+    the segment's average.
+    """
+    out: list[dict[str, Any]] = []
+    for seg in segments:
+        start, end, phase = float(seg["start_s"]), float(seg["end_s"]), str(seg.get("phase", "train"))
+        duration = end - start
+        if duration <= 0:
+            continue
+        inner_s = min(duration, float(seg.get("checkpoint_s") or 0.0)) if phase != "checkpoint" else 0.0
+        energy = (duration - inner_s) * power.it_w(phase) + inner_s * power.it_w("checkpoint")
+        if out and out[-1]["phase"] == phase and abs(out[-1]["end_s"] - start) < 1e-9:
+            last = out[-1]
+            total_j = last["it_w"] * (last["end_s"] - last["start_s"]) + energy
+            last["end_s"] = end
+            last["checkpoint_s"] += inner_s
+            last["it_w"] = total_j / (end - last["start_s"])
+            continue
+        out.append({"start_s": start, "end_s": end, "phase": phase, "it_w": energy / duration,
+                    "checkpoint_s": inner_s})
+    return out
+
+
+def timeline_energy_j(timeline: list[dict[str, Any]]) -> float:
+    return sum((s["end_s"] - s["start_s"]) * s["it_w"] for s in timeline)
+
+
+def phase_energy_kwh(timeline: list[dict[str, Any]], power: ClusterPower) -> dict[str, float]:
+    """IT energy by job phase (checkpoints folded inside segments count as checkpoint)."""
+    out: dict[str, float] = {}
+    for s in timeline:
+        inner_j = s.get("checkpoint_s", 0.0) * power.it_w("checkpoint")
+        total_j = (s["end_s"] - s["start_s"]) * s["it_w"]
+        out[s["phase"]] = out.get(s["phase"], 0.0) + (total_j - inner_j) / JOULES_PER_KWH
+        if inner_j:
+            out["checkpoint"] = out.get("checkpoint", 0.0) + inner_j / JOULES_PER_KWH
+    return out
+
+
+def gpu_tdp_energy_kwh(gpu_hours: float, tdp_w: float) -> float:
+    """GPU-hours × TDP: the accounting of the LLaMA and BLOOM papers (GPUs only, at full power)."""
+    return gpu_hours * tdp_w / 1000.0
+
+
+def facility_energy_kwh(it_kwh: float, pue: float) -> float:
+    """Facility energy = IT energy × PUE (PUE ≥ 1 by definition)."""
+    return it_kwh * pue
+
+
+def gpu_hours(gpus: int, seconds: float) -> float:
+    return gpus * seconds / SECONDS_PER_HOUR
+
+
+# -- the first version's interface, kept for callers of power_draw -------------------------
 
 
 @dataclass(frozen=True)
 class PowerDraw:
     gpu_w: float                 # one GPU, average over a step
     node_w: float                # one training node, average
-    cluster_avg_w: float         # all training nodes + idle spares, average
-    cluster_peak_w: float        # all nodes at maximum (GPUs at TDP or cap)
-
-
-def gpu_activity(step: StepBreakdown) -> float:
-    """Share of the step that a GPU's compute kernels run (communication and bubbles idle it)."""
-    return min(1.0, step.compute_s / step.step_s) if step.step_s > 0 else 0.0
+    cluster_avg_w: float         # all nodes (no switches, no storage), average
+    cluster_peak_w: float        # all busy nodes at their limit
 
 
 def power_draw(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int) -> PowerDraw:
-    node = cluster.node
-    gpu = node.gpu
-    tdp_w = min(gpu.tdp_w, cluster.gpu_power_cap_w or gpu.tdp_w)
-    activity = gpu_activity(step)
-    gpu_w = gpu.idle_w + (tdp_w - gpu.idle_w) * activity
-    host_w = node.host_power_w
-    host_idle_w = HOST_IDLE_FRACTION * host_w
-    node_w = node.gpus * gpu_w + host_w
-    idle_node_w = node.gpus * gpu.idle_w + host_idle_w
-    busy_nodes = -(-gpus_used // node.gpus)
-    idle_nodes = cluster.nodes - busy_nodes + cluster.spare_nodes
-    avg = busy_nodes * node_w + idle_nodes * idle_node_w
-    peak = busy_nodes * (node.gpus * tdp_w + host_w) + idle_nodes * idle_node_w
-    return PowerDraw(gpu_w, node_w, avg, peak)
+    p = cluster_power(cluster, step, gpus_used)
+    return PowerDraw(p.step.gpu_avg_w, p.busy_node_w(), p.nodes_w, p.peak_w)
