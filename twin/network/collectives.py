@@ -1,98 +1,351 @@
-"""Collective times for a group of GPUs, from bandwidth and latency.
+"""Collective times for the parallel groups of a job, placed on the fabric graph.
 
-Convention (NCCL's nccl-tests): for an all-reduce of S bytes over n ranks the
-algorithm bandwidth is S / t and the bus bandwidth busbw = algbw · 2(n-1)/n;
-reduce-scatter and all-gather move (n-1)/n · S per rank. A ring moves exactly
-that volume through each rank's slowest link, so
+Convention (NCCL's nccl-tests, PERFORMANCE.md): for an all-reduce of S bytes over
+n ranks the algorithm bandwidth is S / t and the bus bandwidth
+busbw = algbw · 2(n-1)/n; reduce-scatter and all-gather busbw = algbw · (n-1)/n.
 
-    t_all_reduce = 2(n-1)/n · S / busbw + 2(n-1) · latency_per_step
+A collective runs on every group of its kind at once (all tensor groups reduce
+together, all data groups reduce together, every pipeline stage sends at once),
+so groups compete for shared links: the NICs of a node, the leaf uplinks, an
+oversubscribed core. For each (group kind, algorithm) the model routes every
+group's flows on the topology (network/fabric.py), shares links max-min fairly
+(network/flows.py) and keeps the slowest group's rate; a collective of any size
+then costs ``latency + volume · S / rate``. Like NCCL's tuner, the model picks
+the fastest algorithm for each size unless one is named.
 
-A group is described by its shape: how many ranks, how many of them share a
-node, and whether every GPU of a node talks at the same time (so NICs are
-shared). Inside a node the bus bandwidth is the NVLink (or PCIe) per-direction
-rate times the NVLink efficiency; across nodes it is the NIC bandwidth that
-each member gets times the network efficiency, multiplied by the members per
-node (NCCL rings use one NIC per local rank: 8 GPUs × 24 GB/s = 192 GB/s on
-DGX A100 with HDR).
+Link capacities are line rates times the calibrated efficiencies: ``nvlink``
+on NVLink and PCIe links inside a node, ``network`` on NICs and switch links,
+``nvls`` for NVLink SHARP (catalog/data/calibration.yaml).
+
+``CommModel(cluster, efficiency)`` alone answers for bare group shapes
+(``GroupShape(ranks, ranks_per_node)``): the groups are laid out on the first
+nodes with sibling groups on the node's other GPUs. Given the job's
+``Placement``, shapes with a ``kind`` use the real groups.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import networkx as nx
+import numpy as np
+
+from twin import catalog
 from twin.calibration import Efficiency
+from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
-from twin.workload.placement import GroupShape
+from twin.network import algorithms as alg
+from twin.network.fabric import TIERS, Fabric, cluster_graph
+from twin.network.flows import max_min_rates
+from twin.workload.placement import GroupShape, Placement
 
-# Per-step latencies of NCCL's Simple protocol (NCCL src/graph/tuning.cc base
-# and hardware latencies, order of magnitude): a few µs per NVLink step, more
-# per network hop.
-NVLINK_STEP_LATENCY_S = 2e-6
-NETWORK_STEP_LATENCY_S = 6e-6
-COLLECTIVE_BASE_LATENCY_S = 7e-6
+# Re-exported for callers of the first version.
+COLLECTIVE_BASE_LATENCY_S = alg.COLLECTIVE_BASE_LATENCY_S
+NVLINK_STEP_LATENCY_S = alg.NVLINK_STEP_LATENCY_S
+NETWORK_STEP_LATENCY_S = alg.NETWORK_STEP_LATENCY_S
+
+_TIER_NAMES = {TIERS.index("nvlink"): "node", TIERS.index("pcie"): "node", TIERS.index("nic"): "leaf",
+               TIERS.index("leaf-spine"): "spine", TIERS.index("spine-core"): "core"}
+_REACH_ORDER = ("none", "node", "leaf", "spine", "core")
+
+
+def nvls_efficiency(efficiency: Efficiency) -> float:
+    """The NVLS efficiency: the Efficiency field when it has one, else the catalog's value."""
+    value = getattr(efficiency, "nvls", None)
+    if value is None:
+        value = float(catalog.table("calibration")["nvls"]["value"])
+    return float(value)
 
 
 @dataclass(frozen=True)
+class PhaseRate:
+    rate_Bps: float              # slowest group's progress rate (bus bandwidth for ring all-reduce)
+    volume: float
+    hops: alg.Hops
+    reach: str                   # highest tier the traffic climbs: node, leaf, spine, core
+
+    def time_s(self, size_bytes: float, protocol: str = "simple") -> float | None:
+        latency = self.hops.latency_s(protocol)
+        if latency is None:
+            return None
+        bandwidth = alg.PROTOCOLS[protocol].bandwidth * self.rate_Bps
+        return latency + self.volume * size_bytes / bandwidth
+
+
+@dataclass(frozen=True, eq=False)
 class CommModel:
     cluster: ClusterSpec
     efficiency: Efficiency
+    placement: Placement | None = None
+    graph: nx.Graph | None = None            # default: the cluster's fabric; pass a degraded copy to compare
+    _cache: dict = field(default_factory=dict, init=False, repr=False)
 
-    # -- bandwidths ----------------------------------------------------------------
+    # -- set-up ----------------------------------------------------------------------------
     @property
-    def intra_node_busbw_Bps(self) -> float:
-        return self.cluster.node.intra_node_Bps * self.efficiency.nvlink
+    def fabric(self) -> Fabric:
+        fab = self._cache.get("fabric")
+        if fab is None:
+            graph = self.graph if self.graph is not None else cluster_graph(self.cluster)
+            fab = Fabric(graph, self.efficiency)
+            self._cache["fabric"] = fab
+        return fab
 
     @property
-    def nic_share_per_gpu_Bps(self) -> float:
-        """Compute-fabric bandwidth each GPU gets when every GPU of its node sends at once."""
+    def nvls_capable(self) -> bool:
         node = self.cluster.node
-        per_nic = min(node.compute_nics.line_rate_Bps, self.cluster.fabric.link_Bps)
-        return node.compute_nics.count * per_nic / node.gpus * self.efficiency.network
+        return node.intra == "nvswitch" and node.gpu.name in alg.NVLS_GPUS
 
-    def cross_tier_factor(self, group: GroupShape) -> float:
-        """Oversubscription slows groups that leave a scalable unit (pod)."""
-        if group.nodes > self.cluster.fabric.nodes_per_su:
-            return 1.0 / self.cluster.fabric.oversubscription
-        return 1.0
+    def members(self, group: GroupShape) -> np.ndarray:
+        """Ranks of every concurrent group of this shape (the placement's when it names the kind)."""
+        gpn = self.cluster.node.gpus
+        if self.placement is not None and group.kind:
+            return self.placement.members(group.kind)
+        return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
-    def busbw_Bps(self, group: GroupShape) -> float:
-        """Bus bandwidth of a ring over ``group``."""
-        if group.nodes <= 1:
-            return self.intra_node_busbw_Bps
-        inter = group.ranks_per_node * self.nic_share_per_gpu_Bps * self.cross_tier_factor(group)
-        return min(self.intra_node_busbw_Bps, inter)
+    def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
+        """A phase's slowest-group rate; phases of one pattern on one group kind are routed once."""
+        key = ("rate", group, phase.pattern, phase.intra_scale)
+        shared = self._cache.get(key) if phase.pattern else None
+        if shared is None:
+            shared = self._route_and_share(phase)
+            self._cache[key] = shared
+        rate, reach = shared
+        return PhaseRate(rate, phase.volume, phase.hops, reach)
 
-    def step_latency_s(self, group: GroupShape) -> float:
-        return NVLINK_STEP_LATENCY_S if group.nodes <= 1 else NETWORK_STEP_LATENCY_S
+    def _route_and_share(self, phase: alg.Phase) -> tuple[float, str]:
+        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach)."""
+        fab = self.fabric
+        phase = _one_node(phase, fab.gpus_per_node)
+        flow, link = fab.route_many(phase.src, phase.dst)
+        co = phase.coflow[flow]
+        load = phase.weight[flow]
+        if phase.intra_scale != 1.0 and len(link):
+            load = np.where(fab.tier[link] <= TIERS.index("pcie"), load * phase.intra_scale, load)
+        rates = max_min_rates(co, link, load, fab.capacity_Bps, phase.coflows)
+        tiers = np.unique(fab.tier[link]) if len(link) else []
+        reach = max((_TIER_NAMES.get(int(t), "none") for t in tiers), key=_REACH_ORDER.index, default="none")
+        return float(rates.min()), reach
 
-    # -- collectives ----------------------------------------------------------------
-    def all_reduce_s(self, size_bytes: float, group: GroupShape) -> float:
-        n = group.ranks
-        if n <= 1 or size_bytes <= 0:
+    def _phases(self, op: str, group: GroupShape, algorithm: str) -> list[PhaseRate] | None:
+        key = (op, group, algorithm)
+        if key in self._cache:
+            return self._cache[key]
+        members = self.members(group)
+        gpn = self.cluster.node.gpus
+        if op == "all_reduce":
+            if algorithm == "nvls" and not self.nvls_capable:
+                phases = None
+            else:
+                phases = alg.all_reduce_phases(algorithm, members, gpn,
+                                               self.efficiency.nvlink / nvls_efficiency(self.efficiency))
+        elif op in ("reduce_scatter", "all_gather"):
+            phases = [alg.ring_phase(members, gpn, 1.0, 1)]
+        elif op == "broadcast":
+            phases = [alg.ring_phase(members, gpn, members.shape[1] / max(1, members.shape[1] - 1), 1)]
+        elif op == "all_to_all":
+            phases = [alg.all_to_all_phase(members, gpn)]
+        elif op == "send_recv":
+            phases = [alg.send_recv_phase(members, gpn)]
+        else:
+            raise ValueError(op)
+        result = [self._rate(p, group) for p in phases] if phases else None
+        self._cache[key] = result
+        return result
+
+    def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
+        names = ((algorithm,) if algorithm else alg.ALL_REDUCE_ALGORITHMS) if op == "all_reduce" else ("ring",)
+        best = (float("inf"), "")
+        for name in names:
+            phases = self._phases(op, group, name)
+            if phases is None:
+                continue
+            for protocol in alg.PROTOCOLS:        # the fastest protocol, as NCCL's tuner picks
+                times = [p.time_s(size_bytes, protocol) for p in phases]
+                if any(t is None for t in times):
+                    continue
+                t = sum(times)
+                if t < best[0]:
+                    best = (t, name)
+        if not best[1]:
+            raise ValueError(f"algorithm {algorithm!r} does not apply to {op} over {group}")
+        return best
+
+    # -- collectives ----------------------------------------------------------------------
+    def all_reduce_s(self, size_bytes: float, group: GroupShape, algorithm: str | None = None) -> float:
+        """All-reduce of ``size_bytes`` on every group of this shape at once (fastest algorithm unless named)."""
+        if group.ranks <= 1 or size_bytes <= 0:
             return 0.0
-        return (COLLECTIVE_BASE_LATENCY_S + 2 * (n - 1) * self.step_latency_s(group)
-                + 2 * (n - 1) / n * size_bytes / self.busbw_Bps(group))
+        return self._best("all_reduce", size_bytes, group, algorithm)[0]
 
     def reduce_scatter_s(self, size_bytes: float, group: GroupShape) -> float:
         """Reduce-scatter of a ``size_bytes`` buffer (each rank ends with 1/n of it)."""
-        n = group.ranks
-        if n <= 1 or size_bytes <= 0:
+        if group.ranks <= 1 or size_bytes <= 0:
             return 0.0
-        return (COLLECTIVE_BASE_LATENCY_S + (n - 1) * self.step_latency_s(group)
-                + (n - 1) / n * size_bytes / self.busbw_Bps(group))
+        return self._best("reduce_scatter", size_bytes, group, None)[0]
 
     def all_gather_s(self, size_bytes: float, group: GroupShape) -> float:
         """All-gather into a ``size_bytes`` buffer: the same traffic as reduce-scatter."""
-        return self.reduce_scatter_s(size_bytes, group)
+        if group.ranks <= 1 or size_bytes <= 0:
+            return 0.0
+        return self._best("all_gather", size_bytes, group, None)[0]
+
+    def broadcast_s(self, size_bytes: float, group: GroupShape) -> float:
+        """Broadcast of ``size_bytes`` from one rank, pipelined along a ring."""
+        if group.ranks <= 1 or size_bytes <= 0:
+            return 0.0
+        return self._best("broadcast", size_bytes, group, None)[0]
 
     def all_to_all_s(self, size_bytes: float, group: GroupShape) -> float:
         """All-to-all where each rank sends ``size_bytes`` in all, (n-1)/n of it away."""
-        return self.reduce_scatter_s(size_bytes, group)
+        if group.ranks <= 1 or size_bytes <= 0:
+            return 0.0
+        return self._best("all_to_all", size_bytes, group, None)[0]
 
-    def send_recv_s(self, size_bytes: float, crosses_nodes: bool) -> float:
-        """Point-to-point transfer between pipeline neighbours."""
+    def send_recv_s(self, size_bytes: float, crosses_nodes: bool, group: GroupShape | None = None) -> float:
+        """Point-to-point transfer between pipeline neighbours, every stage sending at once.
+
+        With the job's placement the real pipeline groups are routed; otherwise a pair
+        of GPUs on the same rail of two nodes (``crosses_nodes``) or of one node.
+        """
         if size_bytes <= 0:
             return 0.0
-        if crosses_nodes:
-            return COLLECTIVE_BASE_LATENCY_S + NETWORK_STEP_LATENCY_S + size_bytes / self.nic_share_per_gpu_Bps
-        return COLLECTIVE_BASE_LATENCY_S + NVLINK_STEP_LATENCY_S + size_bytes / self.intra_node_busbw_Bps
+        if group is None:
+            if self.placement is not None and self.placement.pipeline.ranks > 1:
+                group = self.placement.pipeline
+            else:
+                gpn = self.cluster.node.gpus
+                group = GroupShape(2, 1) if crosses_nodes and self.cluster.nodes > 1 else GroupShape(2, min(2, gpn))
+        if group.ranks <= 1:
+            return 0.0
+        return self._best("send_recv", size_bytes, group, None)[0]
+
+    # -- reporting --------------------------------------------------------------------------
+    def busbw_Bps(self, group: GroupShape, op: str = "all_reduce", size_bytes: float = 2.0**32,
+                  algorithm: str | None = None) -> float:
+        """NCCL bus bandwidth of ``op`` at ``size_bytes`` (default 4 GiB, the large-message plateau)."""
+        n = group.ranks
+        if n <= 1:
+            return 0.0
+        t = self._best(op, size_bytes, group, algorithm)[0]
+        factor = {"all_reduce": 2 * (n - 1) / n, "reduce_scatter": (n - 1) / n, "all_gather": (n - 1) / n,
+                  "all_to_all": (n - 1) / n, "broadcast": 1.0, "send_recv": 1.0}[op]
+        return size_bytes / t * factor
+
+    def algorithm(self, size_bytes: float, group: GroupShape) -> str:
+        """The all-reduce algorithm the model picks at this size."""
+        return self._best("all_reduce", size_bytes, group, None)[1]
+
+    def reach(self, group: GroupShape) -> str:
+        """Highest tier a group's ring traffic climbs: none, node, leaf, spine or core."""
+        if group.ranks <= 1:
+            return "none"
+        op = "send_recv" if group.kind == "pipeline" else "reduce_scatter"
+        return self._phases(op, group, "ring")[0].reach
+
+    def summary(self, sizes_bytes: dict[str, float] | None = None) -> dict[str, Any]:
+        """The fabric and where each parallel group lands (the ``Result.fabric`` record)."""
+        g = self.fabric.graph
+        c = topology.counts(g)
+        out: dict[str, Any] = {
+            "topology": g.graph.get("topology", ""),
+            "nodes": int(g.graph["nodes"]),
+            "gpus": c.get("gpu", 0),
+            "nics": c.get("nic", 0),
+            "nvswitch_chips": sum(d.get("chips", 0) for _, d in g.nodes(data=True) if d.get("kind") == "nvswitch"),
+            "scalable_units": int(g.graph.get("scalable_units", 1)),
+            "nodes_per_su": int(g.graph.get("nodes_per_su", g.graph["nodes"])),
+            "leaves": c.get("leaf", 0),
+            "spines": c.get("spine", 0),
+            "cores": c.get("core", 0),
+            "cables": {"node_leaf": c.get("cables_nic", 0) + c.get("cables_mgmt", 0),
+                       "leaf_spine": c.get("cables_leaf-spine", 0), "spine_core": c.get("cables_spine-core", 0),
+                       "storage": c.get("cables_storage", 0)},
+            "link_Bps": float(g.graph.get("link_Bps", 0.0)),
+            "oversubscription": float(g.graph.get("oversubscription", 1.0)),
+            "injection_Bps": topology.injection_Bps(g),
+            "bisection_Bps": topology.bisection_Bps(g),
+            "spine_scope": "global" if c.get("core", 0) == 0 else "su",
+            "su": _su_rows(g),
+            "groups": {},
+        }
+        if self.placement is not None:
+            p = self.placement
+            out["order"] = p.order
+            sizes = sizes_bytes or {}
+            for kind in ("tensor", "data", "pipeline", "expert", "expert_data"):
+                shape = getattr(p, kind)
+                if shape.ranks <= 1 or (kind == "expert_data" and p.expert.ranks <= 1):
+                    continue
+                members = p.members(kind)
+                reach = self.reach(shape)
+                row: dict[str, Any] = {
+                    "size": shape.ranks, "count": int(members.shape[0]), "ranks_per_node": shape.ranks_per_node,
+                    "nodes": shape.nodes, "reach": reach,
+                    "crosses_nodes": _REACH_ORDER.index(reach) >= _REACH_ORDER.index("leaf"),
+                    "crosses_leaves": _REACH_ORDER.index(reach) >= _REACH_ORDER.index("spine"),
+                    "crosses_spines": reach == "core",
+                }
+                if kind == "pipeline":
+                    row["busbw_Bps"] = self.busbw_Bps(shape, "send_recv")
+                elif kind in ("expert",):
+                    row["busbw_Bps"] = self.busbw_Bps(shape, "all_to_all")
+                else:
+                    size = sizes.get(kind, 2.0**32)
+                    row["algorithm"] = self.algorithm(size, shape)
+                    row["busbw_Bps"] = self.busbw_Bps(shape, "all_reduce", size)
+                out["groups"][kind] = row
+        return out
+
+    def storage_write_s(self, bytes_per_node: float, nodes: int | None = None) -> float:
+        """Every node (or the first ``nodes``) writing ``bytes_per_node`` to storage at once."""
+        fab = self.fabric
+        count = fab.nodes if nodes is None else min(nodes, fab.nodes)
+        co, link, load = [], [], []
+        for n in range(count):
+            paths = fab.storage_paths(n)
+            for ids in paths:
+                co.extend([n] * len(ids))
+                link.extend(ids)
+                load.extend([1.0 / len(paths)] * len(ids))
+        if not link or bytes_per_node <= 0:
+            return 0.0
+        rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
+        return bytes_per_node / float(rates.min())
+
+
+def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
+    """By symmetry, a phase whose every flow stays inside its node is priced on one node.
+
+    Nodes are built alike and such traffic shares no link with other nodes, so the
+    groups of the first node see exactly what every node's groups see.
+    """
+    src_node = np.where(phase.src >= 0, phase.src, phase.dst) // gpus_per_node
+    dst_node = np.where(phase.dst >= 0, phase.dst, phase.src) // gpus_per_node
+    if len(src_node) == 0 or (src_node != dst_node).any():
+        return phase
+    keep = src_node == src_node[0]
+    coflows, index = np.unique(phase.coflow[keep], return_inverse=True)
+    return alg.Phase(index, phase.src[keep], phase.dst[keep], phase.weight[keep], phase.volume, phase.hops,
+                     len(coflows), phase.intra_scale)
+
+
+def _su_rows(g: nx.Graph) -> list[dict[str, Any]]:
+    """Per scalable unit (pod): nodes, GPUs, leaves and spines of its own."""
+    rows: dict[int, dict[str, Any]] = {}
+    for v, d in g.nodes(data=True):
+        kind = d.get("kind")
+        if kind == "nic" and d.get("rail") == 0:
+            su = int(d.get("su", 0))
+            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["nodes"] += 1
+        elif kind == "leaf":
+            su = int(d.get("su", 0))
+            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["leaves"] += 1
+        elif kind == "spine" and d.get("pod") is not None:
+            su = int(d["pod"])
+            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["spines"] += 1
+    gpn = int(g.graph.get("gpus_per_node", 1))
+    out = [rows[k] for k in sorted(rows)]
+    for row in out:
+        row["gpus"] = row["nodes"] * gpn
+    return out

@@ -1,22 +1,36 @@
-"""Placement: where the ranks of each parallel group land, in Megatron's order.
+"""Placement: where the ranks of each parallel group land.
 
-Ranks are numbered with tensor parallelism fastest, then data (experts are
-carved out of neighbouring data ranks), then pipeline: consecutive GPUs of a
-node hold one tensor group, and pipeline neighbours are tensor·data ranks apart.
-Identical groups are described once by their shape.
+Rank ``r`` runs on GPU ``r`` (GPU ``r`` is local GPU ``r mod g`` of node
+``r div g``, with ``g`` GPUs per node). Ranks are numbered from the tensor,
+data and pipeline coordinates in an order the scenario may choose
+(``training.parallelism.order``, first = fastest-varying). Megatron-LM's
+default ``tp-dp-pp`` (its ``tp-cp-ep-dp-pp`` without context parallelism)
+keeps a tensor group on consecutive GPUs of one node and puts pipeline
+neighbours tensor·data ranks apart. Experts are carved out of neighbouring data
+ranks: data coordinate ``d = e + expert·q`` (expert rank ``e``, expert-data rank ``q``).
+
+Identical groups are described once by their shape (``GroupShape``); the rank
+lists of every group are computed on demand (``Placement.members``) for the
+fabric model, which places their traffic on the topology.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from twin.workload.plan import ParallelPlan
+
+ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp")
+KINDS = ("tensor", "data", "pipeline", "expert", "expert_data")
 
 
 @dataclass(frozen=True)
 class GroupShape:
     ranks: int                 # group size n
     ranks_per_node: int        # members sharing one node (1 when every rank is on its own node)
+    kind: str = ""             # the placement's group it describes ("tensor", "data", ...); "" = a bare shape
 
     @property
     def nodes(self) -> int:
@@ -30,22 +44,65 @@ class Placement:
     expert: GroupShape
     expert_data: GroupShape        # data-parallel group of the expert weights (data / expert ranks)
     pipeline_crosses_nodes: bool
+    pipeline: GroupShape = GroupShape(1, 1, "pipeline")
+    order: str = "tp-dp-pp"
+    sizes: tuple[int, int, int, int] = (1, 1, 1, 1)      # tensor, data, pipeline, expert
+    gpus_per_node: int = 8
+
+    @property
+    def ranks(self) -> int:
+        t, d, p, _ = self.sizes
+        return t * d * p
+
+    def rank_grid(self) -> np.ndarray:
+        """Rank of every (tensor, data, pipeline) coordinate, shape (t, d, p)."""
+        t, d, p, _ = self.sizes
+        size = {"tp": t, "dp": d, "pp": p}
+        stride, acc = {}, 1
+        for dim in self.order.split("-"):
+            stride[dim] = acc
+            acc *= size[dim]
+        ti, di, pi = np.indices((t, d, p))
+        return ti * stride["tp"] + di * stride["dp"] + pi * stride["pp"]
+
+    def members(self, kind: str) -> np.ndarray:
+        """Ranks of every group of one kind, shape (groups, group size), in group-rank order."""
+        t, d, p, ep = self.sizes
+        grid = self.rank_grid()
+        if kind == "tensor":
+            return grid.transpose(1, 2, 0).reshape(-1, t)
+        if kind == "data":
+            return grid.transpose(0, 2, 1).reshape(-1, d)
+        if kind == "pipeline":
+            return grid.reshape(-1, p)
+        q = d // ep
+        split = grid.reshape(t, q, ep, p)          # d = e + ep·q  →  axes (t, q, e, p)
+        if kind == "expert":
+            return split.transpose(0, 1, 3, 2).reshape(-1, ep)
+        if kind == "expert_data":
+            return split.transpose(0, 2, 3, 1).reshape(-1, q)
+        raise ValueError(f"unknown group kind {kind!r}; known: {', '.join(KINDS)}")
 
 
-def _stride_group(ranks: int, stride: int, gpus_per_node: int) -> GroupShape:
-    """A group of ``ranks`` members ``stride`` ranks apart."""
-    if ranks <= 1:
-        return GroupShape(1, 1)
-    per_node = max(1, min(ranks, gpus_per_node // stride)) if stride < gpus_per_node else 1
-    return GroupShape(ranks, per_node)
+def _shape(members: np.ndarray, gpus_per_node: int, kind: str) -> GroupShape:
+    """Size and members per node of the groups (the fullest node of the first group)."""
+    n = members.shape[1]
+    if n <= 1:
+        return GroupShape(1, 1, kind)
+    _, per_node = np.unique(members[0] // gpus_per_node, return_counts=True)
+    return GroupShape(n, int(per_node.max()), kind)
 
 
-def place(plan: ParallelPlan, gpus_per_node: int) -> Placement:
-    t, d, ep = plan.tensor, plan.data, plan.expert
-    return Placement(
-        tensor=_stride_group(t, 1, gpus_per_node),
-        data=_stride_group(d, t, gpus_per_node),
-        expert=_stride_group(ep, t, gpus_per_node),
-        expert_data=_stride_group(max(1, d // ep), t * ep, gpus_per_node),
-        pipeline_crosses_nodes=plan.pipeline > 1 and t * d >= gpus_per_node,
-    )
+def place(plan: ParallelPlan, gpus_per_node: int, order: str = "tp-dp-pp") -> Placement:
+    """Every group of the plan laid out on GPUs in rank ``order``."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown rank order {order!r}; known: {', '.join(ORDERS)}")
+    sizes = (plan.tensor, plan.data, plan.pipeline, max(1, plan.expert))
+    skeleton = Placement(GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), False,
+                         order=order, sizes=sizes, gpus_per_node=gpus_per_node)
+    shapes = {kind: _shape(skeleton.members(kind), gpus_per_node, kind) for kind in KINDS}
+    pipe = skeleton.members("pipeline")
+    nodes = pipe // gpus_per_node
+    crosses = bool(plan.pipeline > 1 and (nodes[:, 1:] != nodes[:, :-1]).any())
+    return Placement(shapes["tensor"], shapes["data"], shapes["expert"], shapes["expert_data"], crosses,
+                     pipeline=shapes["pipeline"], order=order, sizes=sizes, gpus_per_node=gpus_per_node)

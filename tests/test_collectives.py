@@ -1,0 +1,241 @@
+"""Collectives on the fabric: published NCCL bus bandwidths, latency floor, sharing invariants."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from tests.conftest import BASE
+from twin.api import build, run_dict
+from twin.calibration import Efficiency
+from twin.figures.fabric import fabric_figure
+from twin.hardware import topology as T
+from twin.hardware.specs import cluster_spec
+from twin.network.collectives import CommModel
+from twin.network.describe import describe
+from twin.network.flows import max_min_rates
+from twin.scenario import Cluster, parse_scenario
+from twin.workload.placement import GroupShape
+
+EFF = Efficiency.calibrated()
+GIB4 = 4 * 2**30
+
+
+def comm(node: str, nodes: int, placement=None, graph=None, efficiency=EFF, **fabric) -> CommModel:
+    return CommModel(cluster_spec(Cluster(node=node, nodes=nodes, fabric=fabric)), efficiency, placement, graph)
+
+
+# ---------------------------------------------------------------------------
+# Published NCCL all-reduce bus bandwidths (nccl-tests, NVIDIA maintainers)
+
+
+@pytest.mark.parametrize("node, nodes, ranks, per_node, algorithm, published_GBps", [
+    ("dgx-a100-80gb", 1, 8, 8, None, 230),        # DGX A100 inside a node
+    ("dgx-a100-80gb", 4, 32, 8, None, 192),       # 8x HDR 200G across nodes
+    ("dgx-a100-80gb", 2, 2, 1, None, 24),         # one HDR NIC
+    ("dgx-h100", 1, 8, 8, "ring", 370),           # DGX H100 ring
+    ("dgx-h100", 1, 8, 8, None, 480),             # DGX H100 NVLS (the default for large messages)
+    ("dgx-h100", 2, 2, 1, None, 47),              # one NDR NIC (46-48)
+])
+def test_large_all_reduce_bus_bandwidth_matches_nccl(node, nodes, ranks, per_node, algorithm, published_GBps):
+    busbw = comm(node, nodes).busbw_Bps(GroupShape(ranks, per_node), "all_reduce", GIB4, algorithm) / 1e9
+    assert busbw == pytest.approx(published_GBps, rel=0.10)
+
+
+def test_nvls_only_where_the_switch_reduces():
+    assert comm("dgx-h100", 1).algorithm(GIB4, GroupShape(8, 8)) == "nvls"
+    assert comm("dgx-a100-80gb", 1).algorithm(GIB4, GroupShape(8, 8)) == "ring"
+    with pytest.raises(ValueError):
+        comm("dgx-a100-80gb", 1).all_reduce_s(GIB4, GroupShape(8, 8), algorithm="nvls")
+
+
+def test_small_messages_hit_a_latency_floor_of_tens_of_microseconds():
+    c = comm("dgx-h100", 2)
+    across = c.all_reduce_s(8, GroupShape(16, 8))
+    inside = c.all_reduce_s(8, GroupShape(8, 8))
+    assert 10e-6 <= across <= 100e-6
+    assert inside < across
+    big = comm("dgx-h100", 16).all_reduce_s(8, GroupShape(128, 8))
+    assert across < big <= 150e-6                  # logarithmic (tree), not 2(n-1) ring steps
+    assert comm("dgx-h100", 16).algorithm(8, GroupShape(128, 8)) == "tree"
+
+
+def test_reduce_scatter_and_all_gather_are_half_an_all_reduce_at_large_sizes():
+    c = comm("dgx-a100-80gb", 4)
+    g = GroupShape(32, 8)
+    ar = c.all_reduce_s(GIB4, g, algorithm="ring")
+    assert c.reduce_scatter_s(GIB4, g) == pytest.approx(ar / 2, rel=0.01)
+    assert c.all_gather_s(GIB4, g) == pytest.approx(c.reduce_scatter_s(GIB4, g))
+    assert c.broadcast_s(GIB4, g) > 0 and c.all_to_all_s(GIB4, g) > 0
+
+
+def test_pcie_server_shares_one_nic_between_two_gpus():
+    # L40S server: 4 NICs of 200 Gb/s for 8 GPUs. Two GPUs behind one NIC halve each other's share.
+    c = comm("l40s-server", 2)
+    one_gpu_per_node = c.busbw_Bps(GroupShape(2, 1))
+    assert one_gpu_per_node == pytest.approx(200e9 / 8 * EFF.network / 2, rel=0.01)
+
+
+def test_send_recv_across_nodes_runs_at_the_nic_rate():
+    c = comm("dgx-h100", 2)
+    t = c.send_recv_s(1e9, crosses_nodes=True)
+    assert 1e9 / t == pytest.approx(NDR := 400e9 / 8 * EFF.network, rel=0.01), NDR
+    assert c.send_recv_s(1e9, crosses_nodes=False) < t
+
+
+# ---------------------------------------------------------------------------
+# Max-min fair sharing
+
+
+def test_max_min_hand_computed():
+    # links: 0 (capacity 2), 1 (capacity 1); A on link 0; B on links 0 and 1; C on link 1.
+    co = np.array([0, 1, 1, 2])
+    link = np.array([0, 0, 1, 1])
+    load = np.ones(4)
+    rates = max_min_rates(co, link, load, np.array([2.0, 1.0]), 3)
+    assert rates == pytest.approx([1.5, 0.5, 0.5])
+    alone = max_min_rates(np.array([0]), np.array([0]), np.array([4.0]), np.array([2.0]), 1)
+    assert alone == pytest.approx([0.5])           # capacity / load
+
+
+def test_an_extra_competing_flow_never_speeds_anyone_up():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        flows, links = 6, 4
+        co = np.repeat(np.arange(flows), 2)
+        link = rng.integers(0, links, size=2 * flows)
+        load = rng.uniform(0.5, 2.0, size=2 * flows)
+        cap = rng.uniform(1.0, 3.0, size=links)
+        before = max_min_rates(co, link, load, cap, flows)
+        extra_co = np.concatenate([co, [flows, flows]])
+        extra_link = np.concatenate([link, rng.integers(0, links, size=2)])
+        extra_load = np.concatenate([load, [1.0, 1.0]])
+        after = max_min_rates(extra_co, extra_link, extra_load, cap, flows + 1)
+        assert after[:flows].min() <= before.min() + 1e-12      # the slowest never gains
+        assert (after[:flows] <= before * (1 + 1e-9) + 1e-12).sum() >= 1
+
+
+def test_more_bandwidth_never_slows_a_collective():
+    for node, nodes, g in (("dgx-a100-80gb", 4, GroupShape(32, 8)), ("dgx-h100", 2, GroupShape(2, 1)),
+                           ("dgx-h100", 1, GroupShape(8, 8)), ("dgx-a100-80gb", 4, GroupShape(4, 1))):
+        slow = comm(node, nodes, link="100 Gb/s")
+        fast = comm(node, nodes)
+        faster_nvlink = comm(node, nodes, efficiency=Efficiency(**{**EFF.__dict__, "nvlink": 1.0}))
+        for size in (8.0, 1e6, GIB4):
+            assert fast.all_reduce_s(size, g) <= slow.all_reduce_s(size, g)
+            assert faster_nvlink.all_reduce_s(size, g) <= fast.all_reduce_s(size, g)
+            assert fast.reduce_scatter_s(size, g) <= slow.reduce_scatter_s(size, g)
+
+
+def test_all_groups_reducing_at_once_share_a_pcie_nic_but_not_a_rail():
+    # Rail-optimised DGX: 8 DP groups (one per rail) at once run as fast as one alone.
+    c = comm("dgx-h100", 4)
+    assert c.members(GroupShape(4, 1)).shape == (8, 4)
+    assert c.busbw_Bps(GroupShape(4, 1)) == pytest.approx(400e9 / 8 * EFF.network, rel=0.01)
+
+
+# ---------------------------------------------------------------------------
+# Whole scenarios: oversubscription, placement, degraded fabric
+
+
+def _scenario(nodes, t, p, d, oversubscription=1, order="tp-dp-pp", topology="fat-tree"):
+    s = copy.deepcopy(BASE)
+    s["cluster"] = {"node": "dgx-h100", "nodes": nodes,
+                    "fabric": {"topology": topology, "nodes_per_su": 4, "oversubscription": oversubscription}}
+    s["training"]["global_batch"] = 8 * d
+    s["training"]["parallelism"] = {"tensor": t, "pipeline": p, "data": d, "zero": 0, "overlap_grad_reduce": False,
+                                    "order": order}
+    return s
+
+
+def test_oversubscription_slows_a_data_parallel_plan_and_not_a_plan_inside_a_pod():
+    dp_full = build(parse_scenario(_scenario(16, 8, 1, 16)))
+    dp_over = build(parse_scenario(_scenario(16, 8, 1, 16, oversubscription=7)))
+    assert dp_over.costs.dp_reduce_s > 1.5 * dp_full.costs.dp_reduce_s
+    assert run_dict(_scenario(16, 8, 1, 16, oversubscription=7)).step_time_s > \
+        run_dict(_scenario(16, 8, 1, 16)).step_time_s
+    # TP 8 x PP 4 on the 4 nodes of the first pod: nothing leaves the pod.
+    pod_full = run_dict(_scenario(16, 8, 4, 1))
+    pod_over = run_dict(_scenario(16, 8, 4, 1, oversubscription=7))
+    assert pod_over.step_time_s == pytest.approx(pod_full.step_time_s, rel=1e-9)
+    assert pod_full.fabric["groups"]["pipeline"]["reach"] == "leaf"
+
+
+def test_result_reports_where_groups_land():
+    r = run_dict(_scenario(16, 8, 2, 8, topology="rail-optimized-fat-tree"))
+    f = r.fabric
+    assert f["gpus"] == 128 and f["scalable_units"] == 5      # 16 nodes + UFM in SUs of 4 slots
+    assert f["leaves"] == 5 * 8 and f["spines"] == 4
+    assert f["bisection_Bps"] == pytest.approx(f["injection_Bps"] / 2)
+    assert f["groups"]["tensor"]["reach"] == "node" and not f["groups"]["tensor"]["crosses_nodes"]
+    # DP over 8 consecutive nodes on one rail, two SUs: through the spines
+    assert f["groups"]["data"]["crosses_nodes"]
+    assert f["groups"]["data"]["reach"] == "spine"
+    assert "tensor" in describe(f) and "bisection" in describe(f)
+    fig = fabric_figure(f)
+    assert len(fig.data) >= 4 and "spines" in fig.layout.title.text
+
+
+def test_rank_order_moves_tensor_traffic_onto_the_network():
+    megatron = build(parse_scenario(_scenario(2, 8, 1, 2, topology="rail-optimized-fat-tree")))
+    spread = build(parse_scenario(_scenario(2, 8, 1, 2, order="dp-tp-pp", topology="rail-optimized-fat-tree")))
+    assert megatron.placement.tensor.ranks_per_node == 8
+    assert spread.placement.tensor.ranks_per_node == 4
+    tp_bytes = 4096 * 4096 * 2
+    assert spread.comm.all_reduce_s(tp_bytes, spread.placement.tensor) > \
+        2 * megatron.comm.all_reduce_s(tp_bytes, megatron.placement.tensor)
+
+
+def test_a_lost_spine_slows_traffic_through_the_spines_only():
+    # TP 8 x DP 4 x PP 2 on 8 nodes in SUs of 4: data groups stay on their SU's rail leaves,
+    # the pipeline crosses from SU0 to SU1 through the spines, 4 flows per leaf on 4 up-links.
+    built = build(parse_scenario(_scenario(8, 8, 2, 4, topology="rail-optimized-fat-tree")))
+    g = built.comm.fabric.graph
+    spines = [v for v, k in g.nodes(data="kind") if k == "spine"]
+    assert len(spines) == 2
+    degraded = CommModel(built.cluster, built.efficiency, built.placement, T.degrade(g, switches=spines[:1]))
+    pl = built.placement
+    assert degraded.send_recv_s(1e9, True) == pytest.approx(2 * built.comm.send_recv_s(1e9, True), rel=0.01)
+    assert degraded.reduce_scatter_s(1e9, pl.data) == pytest.approx(built.comm.reduce_scatter_s(1e9, pl.data))
+    assert degraded.all_reduce_s(1e8, pl.tensor) == pytest.approx(built.comm.all_reduce_s(1e8, pl.tensor))
+    cut_off = CommModel(built.cluster, built.efficiency, built.placement, T.degrade(g, switches=spines))
+    with pytest.raises(ValueError, match="disconnected"):
+        cut_off.send_recv_s(1e9, True)
+
+
+def test_a_lost_nic_cable_moves_its_gpu_to_a_neighbour_rail():
+    c = comm("dgx-h100", 2)
+    g = c.fabric.graph
+    lost = CommModel(c.cluster, EFF, None, T.degrade(g, links=[(("nic", 0, 0), ("leaf", 0))]))
+    shape = GroupShape(2, 1)
+    assert lost.busbw_Bps(shape) == pytest.approx(c.busbw_Bps(shape) / 2, rel=0.01)   # two GPUs share NIC 1
+
+
+def test_checkpoint_writes_share_the_storage_system():
+    c = comm("dgx-h100", 4)
+    nic_bound = c.storage_write_s(1e9)
+    assert 1e9 / nic_bound == pytest.approx(2 * 400e9 / 8, rel=0.01)        # two storage NICs per node
+    slow = CommModel(cluster_spec(Cluster(node="dgx-h100", nodes=4, storage={"read": "40 GB/s", "write": "20 GB/s"})),
+                     EFF)
+    assert slow.storage_write_s(1e9) == pytest.approx(4 * 1e9 / 20e9, rel=0.01)          # 4 nodes share 20 GB/s
+    assert slow.storage_write_s(1e9, nodes=1) < slow.storage_write_s(1e9)
+
+
+def test_vectorised_routes_equal_flow_by_flow_routes_on_a_degraded_fabric():
+    c = comm("dgx-h100", 40, nodes_per_su=8)
+    g = T.degrade(c.fabric.graph, links=[(("nic", 3, 2), ("leaf", 2))], switches=[("spine", 1)])
+    fab = CommModel(c.cluster, EFF, None, g).fabric
+    rng = np.random.default_rng(7)
+    src = rng.integers(0, 320, size=200)
+    dst = rng.integers(0, 320, size=200)
+    src[:10], dst[10:20] = -1, -1                  # NVSwitch ends
+    dst[:10] = src[10:20] = np.arange(10) * 8
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    flow, res = fab.route_many(src, dst)
+    for i, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
+        a = fab.gpu(s) if s >= 0 else ("nvswitch", d // 8)
+        b = fab.gpu(d) if d >= 0 else ("nvswitch", s // 8)
+        assert sorted(res[flow == i].tolist()) == sorted(fab.route(a, b))

@@ -1,0 +1,184 @@
+"""The fabric graph: structure against the DGX SuperPOD RA, bisection against max-flow, placement."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from twin.hardware import topology as T
+from twin.hardware.specs import node_spec
+from twin.workload.placement import place
+from twin.workload.plan import ParallelPlan
+
+H100 = node_spec("dgx-h100")
+NDR_Bps = 400e9 / 8
+
+# DGX SuperPOD H100 reference architecture, compute fabric table:
+# SUs: (nodes, GPUs, leaves, spines, node+UFM cables, spine-leaf cables)
+RA_TABLE = {1: (31, 248, 8, 4, 252, 256), 2: (63, 504, 16, 8, 508, 512),
+            3: (95, 760, 24, 16, 764, 768), 4: (127, 1016, 32, 16, 1020, 1024)}
+
+
+@pytest.mark.parametrize("sus", [1, 2, 3, 4])
+def test_superpod_counts_match_the_reference_architecture(sus):
+    nodes, gpus, leaves, spines, node_cables, spine_cables = RA_TABLE[sus]
+    g = T.rail_optimized_fat_tree(H100, nodes)
+    c = T.counts(g)
+    assert c["gpu"] == gpus
+    assert c["nic"] == gpus                       # one NDR NIC per GPU (one rail each)
+    assert c["leaf"] == leaves
+    assert c["spine"] == spines
+    assert c.get("core", 0) == 0                  # no core tier up to 4 SU
+    assert c["cables_nic"] + c["cables_mgmt"] == node_cables
+    assert c["cables_leaf-spine"] == spine_cables
+    # Every leaf is a 64-port switch: 32 down (31 nodes + UFM or 32 nodes), 32 up.
+    for v, kind in g.nodes(data="kind"):
+        if kind in ("leaf", "spine"):
+            ports = sum(g[v][w]["cables"] for w in g[v])
+            assert ports <= T.SWITCH_RADIX
+
+
+def test_rail_optimised_leaf_holds_one_rail_of_one_su():
+    g = T.rail_optimized_fat_tree(H100, 63)
+    for n in (0, 31, 32, 62):
+        for rail in range(8):
+            (leaf,) = [w for w in g[("nic", n, rail)] if g.nodes[w]["kind"] == "leaf"]
+            assert g.nodes[leaf]["rail"] == rail
+            assert g.nodes[leaf]["su"] == n // 32
+
+
+def test_dgx_h100_node_links():
+    g = T.dgx_node(H100)
+    assert sum(1 for _, k in g.nodes(data="kind") if k == "gpu") == 8
+    nvlinks = [d for _, _, d in g.edges(data=True) if d["tier"] == "nvlink"]
+    assert len(nvlinks) == 8
+    assert all(d["capacity_Bps"] == pytest.approx(450e9) for d in nvlinks)    # 900 GB/s bidirectional
+    # each GPU paired with its own NIC over PCIe
+    for local in range(8):
+        assert g.has_edge(("gpu", 0, local), ("nic", 0, local))
+
+
+def test_pcie_server_has_no_nvlink_and_shares_nics():
+    l40s = node_spec("l40s-server")
+    g = T.dgx_node(l40s)
+    tiers = {d["tier"] for _, _, d in g.edges(data=True)}
+    assert "nvlink" not in tiers
+    # GPUs 0 and 1 reach each other through their PCIe switch, GPUs 0 and 7 through the host
+    assert nx.shortest_path(g, ("gpu", 0, 0), ("gpu", 0, 1))[1][0] == "pcie"
+    assert ("host", 0) in nx.shortest_path(g, ("gpu", 0, 0), ("gpu", 0, 7))
+
+
+def _max_flow_between_halves(g: nx.Graph, nodes: int) -> float:
+    """Max flow from the NICs of the first half of nodes to those of the second (switch fabric only)."""
+    d = nx.DiGraph()
+    for u, v, data in g.edges(data=True):
+        if data["tier"] in ("nic", "leaf-spine", "spine-core"):
+            d.add_edge(u, v, capacity=data["capacity_Bps"])
+            d.add_edge(v, u, capacity=data["capacity_Bps"])
+    for n in range(nodes):
+        for w in g.nodes:
+            if w[0] == "nic" and w[1] == n:
+                if n < nodes // 2:
+                    d.add_edge("S", w, capacity=float("inf"))
+                else:
+                    d.add_edge(w, "T", capacity=float("inf"))
+    return nx.maximum_flow_value(d, "S", "T")
+
+
+def test_full_bisection_fat_tree_bisection_is_half_the_injection():
+    g = T.fat_tree(H100, 16, nodes_per_pod=8)
+    assert T.bisection_Bps(g) == pytest.approx(T.injection_Bps(g) / 2)
+    assert T.injection_Bps(g) == pytest.approx(16 * 8 * NDR_Bps)
+    # independent check: a max-flow between the two halves of the nodes
+    assert _max_flow_between_halves(g, 16) == pytest.approx(T.bisection_Bps(g))
+
+
+def test_superpod_bisection_is_half_the_injection():
+    g = T.rail_optimized_fat_tree(H100, 127)
+    assert T.bisection_Bps(g) == pytest.approx(T.injection_Bps(g) / 2)
+
+
+@pytest.mark.parametrize("k", [2, 4, 7])
+def test_oversubscription_divides_cross_tier_bandwidth(k):
+    full = T.fat_tree(H100, 64, nodes_per_pod=8)
+    over = T.fat_tree(H100, 64, nodes_per_pod=8, oversubscription=k)
+    assert T.tier_capacity_Bps(over, "spine-core") == pytest.approx(T.tier_capacity_Bps(full, "spine-core") / k)
+    assert T.tier_capacity_Bps(over, "leaf-spine") == pytest.approx(T.tier_capacity_Bps(full, "leaf-spine"))
+    assert T.bisection_Bps(over) == pytest.approx(T.bisection_Bps(full) / k)
+    assert _max_flow_between_halves(over, 64) == pytest.approx(T.bisection_Bps(over))
+    rail_full = T.rail_optimized_fat_tree(H100, 63)
+    rail_over = T.rail_optimized_fat_tree(H100, 63, oversubscription=k)
+    assert T.tier_capacity_Bps(rail_over, "leaf-spine") == pytest.approx(T.tier_capacity_Bps(rail_full, "leaf-spine") / k)
+
+
+def test_large_clos_has_three_tiers():
+    g = T.fat_tree(H100, 2048)                    # 16,384 GPUs
+    c = T.counts(g)
+    assert c["gpu"] == 16384
+    assert c["core"] > 0 and c["spine"] > 0
+    assert c["cables_nic"] == c["cables_leaf-spine"] == c["cables_spine-core"] == 16384   # non-blocking
+    assert T.bisection_Bps(g) == pytest.approx(T.injection_Bps(g) / 2)
+
+
+def test_single_switch_and_storage_fabric():
+    g = T.single_switch(H100, 4, storage_write_Bps=100e9)
+    c = T.counts(g)
+    assert c["leaf"] == 1 and c.get("spine", 0) == 0
+    assert c["sleaf"] == 1 and c["storage"] == 1
+    assert c["cables_storage"] == 4 * H100.storage_nics.count
+    assert g[("sleaf", 0)][("storage",)]["capacity_Bps"] == pytest.approx(100e9)
+
+
+def test_degrade_removes_links_and_switches_from_a_copy():
+    g = T.rail_optimized_fat_tree(H100, 31)
+    h = T.degrade(g, links=[(("nic", 0, 0), ("leaf", 0))], switches=[("spine", 0)])
+    assert T.counts(h)["spine"] == 3 and T.counts(g)["spine"] == 4
+    assert not h.has_edge(("nic", 0, 0), ("leaf", 0)) and g.has_edge(("nic", 0, 0), ("leaf", 0))
+    assert T.tier_capacity_Bps(h, "leaf-spine") == pytest.approx(0.75 * T.tier_capacity_Bps(g, "leaf-spine"))
+
+
+# ---------------------------------------------------------------------------
+# Placement
+
+
+def _plan(t, p, d, ep=1) -> ParallelPlan:
+    return ParallelPlan(tensor=t, pipeline=p, data=d, expert=ep, microbatch=1, virtual_stages=1, schedule="1f1b",
+                        sequence_parallel=True, recompute="selective", zero=1, overlap_grad_reduce=True,
+                        global_batch=d * 8, seq_len=2048)
+
+
+def test_megatron_order_keeps_tensor_groups_in_a_node():
+    pl = place(_plan(8, 4, 4), 8)
+    tp = pl.members("tensor")
+    assert tp.shape == (16, 8)
+    assert (tp // 8 == tp[:, :1] // 8).all()                      # each TP group on one node
+    assert pl.tensor.ranks_per_node == 8
+    dp = pl.members("data")
+    assert (np.diff(dp, axis=1) == 8).all()                       # DP neighbours one node apart
+    assert pl.data.ranks_per_node == 1 and pl.data.nodes == 4
+    pp = pl.members("pipeline")
+    assert (np.diff(pp, axis=1) == 32).all()                      # stages tensor·data ranks apart
+    assert pl.pipeline_crosses_nodes
+    # every rank in exactly one group of each kind
+    for kind in ("tensor", "data", "pipeline"):
+        assert sorted(pl.members(kind).ravel().tolist()) == list(range(128))
+
+
+def test_another_order_spreads_tensor_groups_over_nodes():
+    pl = place(_plan(8, 1, 16), 8, order="dp-tp-pp")
+    assert pl.tensor.ranks_per_node == 1 and pl.tensor.nodes == 8
+    assert pl.data.ranks_per_node == 8
+
+
+def test_expert_groups_are_carved_out_of_data_neighbours():
+    pl = place(_plan(2, 1, 8, ep=4), 8)
+    ep = pl.members("expert")
+    edp = pl.members("expert_data")
+    assert ep.shape == (4, 4) and edp.shape == (8, 2)
+    assert (np.diff(ep, axis=1) == 2).all()                       # data neighbours, tensor stride apart
+    assert (np.diff(edp, axis=1) == 8).all()                      # same expert rank, next block
+
+
+def test_pipeline_inside_a_node_does_not_cross_nodes():
+    assert not place(_plan(2, 4, 1), 8).pipeline_crosses_nodes

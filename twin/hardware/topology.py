@@ -1,0 +1,379 @@
+"""The fabric as a graph: GPUs, NVSwitches, PCIe switches, NICs, leaf/spine/core switches, storage.
+
+Every builder is a pure function returning a ``networkx.Graph``. Vertices are
+tuples whose first item is their kind (``("gpu", node, local)``, ``("nic", node,
+rail)``, ``("leaf", i)``, ...) and carry ``kind`` and ``tier`` attributes
+(0 inside a node, 1 leaf, 2 spine/aggregation, 3 core). Edges are full-duplex
+links: ``capacity_Bps`` is the bandwidth *per direction* of the whole bundle,
+``cables`` the number of physical cables in it, ``latency_s`` the hop latency
+and ``tier`` one of ``nvlink``, ``pcie``, ``nic``, ``leaf-spine``,
+``spine-core``, ``storage``, ``mgmt``.
+
+Sources of the structure:
+- DGX A100 / H100 nodes: every GPU reaches every other through the NVSwitch
+  fabric at its full NVLink bandwidth (NVIDIA DGX A100 and DGX H100 system
+  architecture whitepapers); the NVSwitch chips of a node are drawn as one
+  logical switch (``nvswitch`` vertex, with the chip count as attribute).
+  Each GPU is paired with one compute NIC through a PCIe switch (one rail per GPU).
+- DGX SuperPOD H100 reference architecture (RA-11333-001, 2023): scalable units
+  (SU) of 32 node slots (31 DGX + the UFM appliance in a 127-node 4-SU pod),
+  rail-optimised: NIC *r* of every node of an SU goes to leaf *r* of that SU;
+  leaf and spine counts 1 SU 8/4, 2 SU 16/8, 3 SU 24/16, 4 SU 32/16; 64-port
+  NDR QM9700 switches; no core tier up to 4 SU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+
+from twin.hardware.specs import NodeSpec
+
+# NVIDIA Quantum-2 QM9700: 64 ports of NDR 400 Gb/s (QM9700 datasheet, 2022); the same
+# radix is used for every switch tier of a generic Clos.
+SWITCH_RADIX = 64
+# Cables of the UFM appliance to the compute fabric in the SuperPOD H100 RA: the
+# "node + UFM" cable counts are 8 per DGX plus 4 (252 = 31·8 + 4 for one SU).
+UFM_CABLES = 4
+# Hop latencies (one direction, including cables). NVLink through NVSwitch and PCIe
+# switches: sub-µs; InfiniBand switches quote 100-200 ns port to port (NVIDIA Quantum-2
+# datasheet: ~130 ns) plus a few metres of cable at 5 ns/m. NCCL's per-step software
+# latency, which dominates, is counted by the collective algorithms, not here.
+NVLINK_HOP_LATENCY_S = 0.3e-6
+PCIE_HOP_LATENCY_S = 0.5e-6
+SWITCH_HOP_LATENCY_S = 0.2e-6
+
+TIER_OF_KIND = {"gpu": 0, "nvswitch": 0, "pcie": 0, "host": 0, "nic": 0, "snic": 0,
+                "leaf": 1, "spine": 2, "core": 3, "ufm": 0, "sleaf": 1, "storage": 2}
+
+
+# ---------------------------------------------------------------------------
+# Nodes
+
+
+def add_node(g: nx.Graph, node: NodeSpec, index: int) -> None:
+    """Add one server's GPUs, its intra-node fabric, compute NICs and storage NICs to ``g``.
+
+    ``nvswitch`` nodes: each GPU to one logical NVSwitch at its NVLink bandwidth per
+    direction, and to its own NIC through PCIe. ``pcie`` nodes (L4, L40S): no NVLink;
+    GPUs share PCIe switches (one per compute NIC) under the host's root complex,
+    so GPU-to-GPU traffic across switches goes through the host. ``c2c`` nodes
+    (GH200): one GPU, its NIC on PCIe.
+    """
+    gpus, nics = node.gpus, node.compute_nics.count
+    host = ("host", index)
+    g.add_node(host, kind="host", tier=0, node=index)
+    for local in range(gpus):
+        g.add_node(("gpu", index, local), kind="gpu", tier=0, node=index, local=local)
+    for rail in range(nics):
+        g.add_node(("nic", index, rail), kind="nic", tier=0, node=index, rail=rail)
+    nic_of = [local * nics // gpus for local in range(gpus)]
+    if node.intra == "nvswitch":
+        nvs = ("nvswitch", index)
+        g.add_node(nvs, kind="nvswitch", tier=0, node=index, chips=node.nvswitches)
+        for local in range(gpus):
+            _link(g, ("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, NVLINK_HOP_LATENCY_S, "nvlink")
+        for local in range(gpus):
+            gpu = ("gpu", index, local)
+            if not g.has_edge(gpu, ("nic", index, nic_of[local])):
+                _link(g, gpu, ("nic", index, nic_of[local]), node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+    elif node.intra == "pcie":
+        switches = max(1, nics)
+        for s in range(switches):
+            sw = ("pcie", index, s)
+            g.add_node(sw, kind="pcie", tier=0, node=index)
+            _link(g, sw, host, node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+        for local in range(gpus):
+            _link(g, ("gpu", index, local), ("pcie", index, local * switches // gpus), node.pcie_Bps,
+                  PCIE_HOP_LATENCY_S, "pcie")
+        for rail in range(nics):
+            _link(g, ("nic", index, rail), ("pcie", index, rail * switches // nics), node.pcie_Bps,
+                  PCIE_HOP_LATENCY_S, "pcie")
+    else:  # c2c: a superchip, one GPU per node
+        for local in range(gpus):
+            _link(g, ("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+    for j in range(node.storage_nics.count):
+        snic = ("snic", index, j)
+        g.add_node(snic, kind="snic", tier=0, node=index)
+        _link(g, host, snic, node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+
+
+def dgx_node(node: NodeSpec) -> nx.Graph:
+    """One server alone (GPUs, NVSwitch or PCIe switches, NICs)."""
+    g = nx.Graph(topology="node", nodes=1, gpus_per_node=node.gpus, rails=node.compute_nics.count)
+    add_node(g, node, 0)
+    return g
+
+
+def _link(g: nx.Graph, u, v, capacity_Bps: float, latency_s: float, tier: str, cables: float = 1) -> None:
+    """Add a link, or thicken the bundle when ``u``–``v`` already exists."""
+    if g.has_edge(u, v):
+        edge = g[u][v]
+        edge["capacity_Bps"] += capacity_Bps
+        edge["cables"] += cables
+        return
+    g.add_edge(u, v, capacity_Bps=capacity_Bps, latency_s=latency_s, tier=tier, cables=cables)
+
+
+# ---------------------------------------------------------------------------
+# Switch tiers
+
+
+def _spread(count_needed: int, per_leaf_up: int) -> int:
+    """Switches above a group of leaves: the fewest that divides a leaf's uplinks evenly.
+
+    The RA's spine counts follow from it: 1 SU needs 8·32/64 = 4 spines, 3 SU need
+    24·32/64 = 12, rounded up to 16 so that every leaf sends 2 cables to every spine.
+    """
+    for d in range(max(1, count_needed), per_leaf_up + 1):
+        if per_leaf_up % d == 0:
+            return d
+    return max(1, count_needed)
+
+
+def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, link_Bps: float,
+          leaf_oversubscription: float, pod_oversubscription: float, flat: bool) -> tuple[list, list]:
+    """Spines (2-tier) or pod spines + cores (3-tier) above ``leaves``; returns (spines, cores).
+
+    A leaf sends ``leaf_down_ports / leaf_oversubscription`` ports' worth of bandwidth
+    up, spread evenly over the spines of its pod. With one pod, or ``flat`` and at
+    most ``SWITCH_RADIX`` leaves, every spine reaches every leaf (two tiers, as the RA
+    up to 4 SU); otherwise each pod gets its own spines and a core tier joins the pods,
+    its bandwidth divided by ``pod_oversubscription``.
+    """
+    up_ports = math.ceil(leaf_down_ports / leaf_oversubscription)
+    up_Bps = leaf_down_ports * link_Bps / leaf_oversubscription
+    two_tier = len(pods) == 1 or (flat and len(leaves) <= SWITCH_RADIX)
+    groups = [leaves] if two_tier else pods
+    spines, cores = [], []
+    spine_ports = SWITCH_RADIX if two_tier else SWITCH_RADIX // 2
+    pod_spines = []
+    for p, pod_leaves in enumerate(groups):
+        n = _spread(math.ceil(len(pod_leaves) * up_ports / spine_ports), up_ports)
+        mine = []
+        for _ in range(n):
+            s = ("spine", len(spines))
+            g.add_node(s, kind="spine", tier=2, pod=None if two_tier else p)
+            spines.append(s)
+            mine.append(s)
+        for leaf in pod_leaves:
+            for s in mine:
+                _link(g, leaf, s, up_Bps / n, SWITCH_HOP_LATENCY_S, "leaf-spine", up_ports / n)
+        pod_spines.append(mine)
+    if two_tier:
+        return spines, cores
+    # Core tier: each pod spine sends its downlink bandwidth / pod_oversubscription up.
+    spine_down_ports = max(sum(g[s][x]["cables"] for x in g[s]) for s in spines)
+    core_up_ports = math.ceil(spine_down_ports / pod_oversubscription)
+    total = len(spines) * core_up_ports
+    n_cores = max(1, math.ceil(total / SWITCH_RADIX))
+    n_cores = _spread(n_cores, core_up_ports) if n_cores <= core_up_ports else n_cores
+    for c in range(n_cores):
+        g.add_node(("core", c), kind="core", tier=3)
+        cores.append(("core", c))
+    for s in spines:
+        down_Bps = sum(g[s][x]["capacity_Bps"] for x in g[s])
+        up = down_Bps / pod_oversubscription
+        if n_cores <= core_up_ports:
+            for c in cores:
+                _link(g, s, c, up / n_cores, SWITCH_HOP_LATENCY_S, "spine-core", core_up_ports / n_cores)
+        else:  # more cores than a spine has uplinks: each spine reaches a stripe of them
+            index = spines.index(s)
+            for k in range(core_up_ports):
+                c = cores[(index * core_up_ports + k) % n_cores]
+                _link(g, s, c, up / core_up_ports, SWITCH_HOP_LATENCY_S, "spine-core", 1)
+    return spines, cores
+
+
+def _attach_storage(g: nx.Graph, node: NodeSpec, pods: list[list[int]], storage_write_Bps: float | None) -> None:
+    """A separate storage fabric: storage NICs → one storage leaf per pod → the storage system."""
+    if node.storage_nics.count == 0:
+        return
+    total_nodes = sum(len(p) for p in pods)
+    system_Bps = storage_write_Bps or total_nodes * node.storage_nics.total_Bps
+    g.add_node(("storage",), kind="storage", tier=2)
+    for p, members in enumerate(pods):
+        leaf = ("sleaf", p)
+        g.add_node(leaf, kind="sleaf", tier=1, pod=p)
+        for n in members:
+            for j in range(node.storage_nics.count):
+                _link(g, ("snic", n, j), leaf, node.storage_nics.line_rate_Bps, SWITCH_HOP_LATENCY_S, "storage")
+        # The storage system's own share behind each storage leaf (its cabling is the vendor's: not counted).
+        _link(g, leaf, ("storage",), system_Bps * len(members) / total_nodes, SWITCH_HOP_LATENCY_S, "storage", 0)
+
+
+# ---------------------------------------------------------------------------
+# Cluster fabrics
+
+
+def rail_optimized_fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None = None, nodes_per_su: int = 32,
+                            oversubscription: float = 1.0, ufm: bool = True,
+                            storage_write_Bps: float | None = None) -> nx.Graph:
+    """The DGX SuperPOD rail-optimised fat tree.
+
+    Scalable units of ``nodes_per_su`` slots; one slot of the whole pod holds the
+    UFM appliance (so 4 SU hold 127 nodes). Each SU has one leaf per rail (compute
+    NIC index); rail *r* of every node of the SU plugs into leaf *r*. Leaves send
+    their slots' bandwidth / ``oversubscription`` to the spines.
+    """
+    rails = node.compute_nics.count
+    link = link_Bps or node.compute_nics.line_rate_Bps
+    sus = max(1, math.ceil((nodes + (1 if ufm else 0)) / nodes_per_su))
+    g = nx.Graph(topology="rail-optimized-fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
+                 scalable_units=sus, nodes_per_su=nodes_per_su, link_Bps=link, oversubscription=oversubscription)
+    leaves = []
+    for su in range(sus):
+        for rail in range(rails):
+            leaf = ("leaf", len(leaves))
+            g.add_node(leaf, kind="leaf", tier=1, su=su, rail=rail)
+            leaves.append(leaf)
+    for n in range(nodes):
+        add_node(g, node, n)
+        su = n // nodes_per_su
+        for rail in range(rails):
+            g.nodes[("nic", n, rail)]["su"] = su
+            _link(g, ("nic", n, rail), leaves[su * rails + rail], min(link, node.compute_nics.line_rate_Bps),
+                  SWITCH_HOP_LATENCY_S, "nic")
+    if ufm:
+        g.add_node(("ufm",), kind="ufm", tier=0)
+        last = sus - 1
+        for k in range(min(UFM_CABLES, rails)):
+            _link(g, ("ufm",), leaves[last * rails + k], link, SWITCH_HOP_LATENCY_S, "mgmt")
+    pods = [leaves[su * rails:(su + 1) * rails] for su in range(sus)]
+    spines, cores = _clos(g, leaves, pods, nodes_per_su, link, oversubscription, 1.0, flat=True)
+    g.graph.update(leaves=len(leaves), spines=len(spines), cores=len(cores))
+    node_pods = [list(range(su * nodes_per_su, min(nodes, (su + 1) * nodes_per_su))) for su in range(sus)]
+    _attach_storage(g, node, [p for p in node_pods if p], storage_write_Bps)
+    return g
+
+
+def fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None = None, nodes_per_pod: int = 32,
+             oversubscription: float = 1.0, storage_write_Bps: float | None = None) -> nx.Graph:
+    """A generic top-of-rack Clos: every NIC of a node on the same leaf, pods of ``nodes_per_pod``.
+
+    Leaves have ``SWITCH_RADIX / 2`` ports down and as many up (full bisection inside a
+    pod); pods are joined by a core tier whose bandwidth is divided by
+    ``oversubscription`` (1:7 → 7). A cluster of one pod is two tiers.
+    """
+    rails = node.compute_nics.count
+    link = link_Bps or node.compute_nics.line_rate_Bps
+    per_leaf = max(1, (SWITCH_RADIX // 2) // rails)
+    nodes_per_pod = max(per_leaf, nodes_per_pod)
+    pods_n = max(1, math.ceil(nodes / nodes_per_pod))
+    g = nx.Graph(topology="fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
+                 scalable_units=pods_n, nodes_per_su=nodes_per_pod, link_Bps=link, oversubscription=oversubscription)
+    leaves, pods = [], []
+    for p in range(pods_n):
+        members = list(range(p * nodes_per_pod, min(nodes, (p + 1) * nodes_per_pod)))
+        pod_leaves = []
+        for k in range(math.ceil(len(members) / per_leaf)):
+            leaf = ("leaf", len(leaves))
+            g.add_node(leaf, kind="leaf", tier=1, su=p, rail=None)
+            leaves.append(leaf)
+            pod_leaves.append(leaf)
+        pods.append(pod_leaves)
+        for i, n in enumerate(members):
+            add_node(g, node, n)
+            for rail in range(rails):
+                g.nodes[("nic", n, rail)]["su"] = p
+                _link(g, ("nic", n, rail), pod_leaves[i // per_leaf], min(link, node.compute_nics.line_rate_Bps),
+                      SWITCH_HOP_LATENCY_S, "nic")
+    spines, cores = _clos(g, leaves, pods, per_leaf * rails, link, 1.0, oversubscription, flat=False)
+    g.graph.update(leaves=len(leaves), spines=len(spines), cores=len(cores))
+    _attach_storage(g, node, [list(range(p * nodes_per_pod, min(nodes, (p + 1) * nodes_per_pod)))
+                              for p in range(pods_n)], storage_write_Bps)
+    return g
+
+
+def single_switch(node: NodeSpec, nodes: int, link_Bps: float | None = None,
+                  storage_write_Bps: float | None = None) -> nx.Graph:
+    """Every compute NIC on one (large enough) switch: no contention above the NICs."""
+    rails = node.compute_nics.count
+    link = link_Bps or node.compute_nics.line_rate_Bps
+    g = nx.Graph(topology="single-switch", nodes=nodes, gpus_per_node=node.gpus, rails=rails, scalable_units=1,
+                 nodes_per_su=nodes, link_Bps=link, oversubscription=1.0, leaves=1, spines=0, cores=0)
+    g.add_node(("leaf", 0), kind="leaf", tier=1, su=0, rail=None)
+    for n in range(nodes):
+        add_node(g, node, n)
+        for rail in range(rails):
+            g.nodes[("nic", n, rail)]["su"] = 0
+            _link(g, ("nic", n, rail), ("leaf", 0), min(link, node.compute_nics.line_rate_Bps),
+                  SWITCH_HOP_LATENCY_S, "nic")
+    _attach_storage(g, node, [list(range(nodes))], storage_write_Bps)
+    return g
+
+
+def build(node: NodeSpec, nodes: int, topology: str = "rail-optimized-fat-tree", link_Bps: float | None = None,
+          nodes_per_su: int = 32, oversubscription: float = 1.0, storage_write_Bps: float | None = None) -> nx.Graph:
+    """The compute and storage fabric a scenario names (``cluster.fabric.topology``)."""
+    if topology == "rail-optimized-fat-tree":
+        return rail_optimized_fat_tree(node, nodes, link_Bps, nodes_per_su, oversubscription,
+                                       storage_write_Bps=storage_write_Bps)
+    if topology == "fat-tree":
+        return fat_tree(node, nodes, link_Bps, nodes_per_su, oversubscription, storage_write_Bps)
+    if topology == "single-switch":
+        return single_switch(node, nodes, link_Bps, storage_write_Bps)
+    raise ValueError(f"unknown topology {topology!r}")
+
+
+# ---------------------------------------------------------------------------
+# Degraded fabrics and structural measures
+
+
+def degrade(g: nx.Graph, links: list[tuple] = (), switches: list = ()) -> nx.Graph:
+    """A copy of ``g`` without the given links (vertex pairs) and switches (vertices)."""
+    h = g.copy()
+    h.remove_edges_from([tuple(e) for e in links if h.has_edge(*e)])
+    h.remove_nodes_from([s for s in switches if s in h])
+    h.graph["degraded"] = True
+    return h
+
+
+def counts(g: nx.Graph) -> dict[str, int]:
+    """Vertices by kind and cables by tier, counted on the graph itself."""
+    out: dict[str, int] = {}
+    for _, kind in g.nodes(data="kind"):
+        out[kind] = out.get(kind, 0) + 1
+    for _, _, data in g.edges(data=True):
+        key = f"cables_{data['tier']}"
+        out[key] = out.get(key, 0) + math.ceil(data["cables"] - 1e-9)
+    return out
+
+
+def tier_capacity_Bps(g: nx.Graph, tier: str) -> float:
+    """Total one-direction capacity of every link of one tier."""
+    return tier_capacities_Bps(g).get(tier, 0.0)
+
+
+def tier_capacities_Bps(g: nx.Graph) -> dict[str, float]:
+    """Total one-direction capacity of the links of every tier, in one pass."""
+    totals: dict[str, float] = {}
+    for _, _, data in g.edges(data=True):
+        totals[data["tier"]] = totals.get(data["tier"], 0.0) + data["capacity_Bps"]
+    return totals
+
+
+def injection_Bps(g: nx.Graph) -> float:
+    """Bandwidth every compute NIC can inject into the fabric at once."""
+    return tier_capacity_Bps(g, "nic")
+
+
+def bisection_Bps(g: nx.Graph) -> float:
+    """One-direction bandwidth across the worst cut into two halves of nodes.
+
+    In a Clos every bit that crosses a cut aligned with the switch hierarchy climbs
+    every tier up to the one joining the halves, so the bisection is half the
+    narrowest tier: the NICs (injection), the leaf uplinks or the spine uplinks.
+    A full-bisection fat tree gives half the injection bandwidth; an oversubscribed
+    tier divides it.
+    """
+    totals = tier_capacities_Bps(g)
+    tiers = [totals.get("nic", 0.0)]
+    for tier in ("leaf-spine", "spine-core"):
+        cap = totals.get(tier, 0.0)
+        if cap > 0:
+            tiers.append(cap)
+    if g.graph.get("topology") == "rail-optimized-fat-tree" and g.graph.get("spines", 0) == 0:
+        tiers = tiers[:1]
+    return min(tiers) / 2

@@ -1,0 +1,232 @@
+"""Collective algorithms as traffic: which GPU sends how much to which, in which phases.
+
+A collective of ``S`` bytes on every group of one kind (all tensor groups, all
+data groups...) runs as one or more *phases*. A phase is a set of flows
+(source rank, destination, weight) grouped into coflows (one per group, or one
+per pair for point-to-point); a flow of weight ``w`` moves ``w · volume · S``
+bytes. The phase takes ``latency + volume · S / rate`` where ``rate`` is its
+slowest coflow's max-min fair progress rate on the fabric (network/flows.py).
+With NCCL's convention a ring all-reduce has ``volume = 2(n-1)/n`` and its
+progress rate is its bus bandwidth.
+
+Algorithms (NCCL's, as its documentation and tuning model describe them):
+
+- **ring**: members sorted by GPU, so a node's members are consecutive. With
+  ``k`` members on each of ``m`` nodes NCCL runs ``k`` rings (channels), one per
+  NIC: each channel crosses the node on NVLink and leaves it through a
+  different rail, so a GPU's NVLink carries ``(k-1)/k`` of the bus volume and
+  its NIC ``1/k``, to the same rail of the next node. Bus bandwidth
+  ``min(NVLink · k/(k-1), k · NIC)``: 8 × 24 GB/s = 192 GB/s on DGX A100 with HDR.
+- **tree** (all-reduce across nodes): NCCL's double binary tree; every node
+  still sends and receives about ``2S``, so its links carry the ring's load with
+  ``volume = 2``, but its latency grows with ``log2(nodes)`` instead of ``n``.
+- **nvls** (all-reduce inside one NVSwitch node, H100 and later): NVLink SHARP
+  reduces in the switch, so each GPU sends ``S`` and receives ``S`` once
+  (``volume = 1``) at its own efficiency (calibration ``nvls``).
+- **hierarchical** (all-reduce across nodes): reduce-scatter inside each node,
+  ``k`` parallel all-reduces of ``S/k`` across nodes (one per rail), all-gather
+  inside each node; the phases run one after the other.
+- **all-to-all**: every member sends ``S/n`` to every other member at once.
+- **send/recv**: every pipeline stage sends to the next one at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.workload.placement import GroupShape
+
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """An NCCL protocol: its latencies and the share of link bandwidth it delivers."""
+    base_s: float              # per collective launch
+    nvlink_step_s: float       # per step over NVLink (or PCIe) inside a node
+    network_step_s: float      # per step across the network
+    bandwidth: float           # fraction of the Simple protocol's bandwidth
+
+
+# NCCL's tuning model (src/graph/tuning.cc), order of magnitude. Simple: base ≈ 7-8 µs,
+# ≈ 2-3 µs per NVLink step, several µs per network step. LL (8-byte stores carrying
+# their own flag): ring base ≈ 6.6 µs, ≈ 0.5 µs per NVLink step, ≈ 2.7 µs per network
+# hop, at a quarter of the bandwidth (tuning.cc's ring-LL refinement, busBw / 4).
+PROTOCOLS = {
+    "simple": Protocol(base_s=7e-6, nvlink_step_s=2e-6, network_step_s=6e-6, bandwidth=1.0),
+    "ll": Protocol(base_s=6.6e-6, nvlink_step_s=0.5e-6, network_step_s=2.7e-6, bandwidth=0.25),
+}
+COLLECTIVE_BASE_LATENCY_S = PROTOCOLS["simple"].base_s
+NVLINK_STEP_LATENCY_S = PROTOCOLS["simple"].nvlink_step_s
+NETWORK_STEP_LATENCY_S = PROTOCOLS["simple"].network_step_s
+# NVLS has a larger fixed cost than a ring (switch multicast set-up; NCCL's tuning
+# model gives NVLS a base latency of tens of µs) and runs the Simple protocol only,
+# so small all-reduces stay on rings.
+NVLS_BASE_LATENCY_S = 25e-6
+# GPUs whose NVSwitch generation reduces in the switch (NVLink SHARP, third-generation
+# NVSwitch of HGX/DGX H100 and later; NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022).
+NVLS_GPUS = frozenset({"h100-sxm", "h200", "b200"})
+
+ALL_REDUCE_ALGORITHMS = ("ring", "tree", "nvls", "hierarchical")
+
+
+@dataclass(frozen=True)
+class Hops:
+    """What a phase's latency is made of: launches, NVLink steps and network steps in sequence."""
+    launches: float = 1.0
+    nvlink_steps: float = 0.0
+    network_steps: float = 0.0
+    nvls: bool = False
+
+    def latency_s(self, protocol: str = "simple") -> float | None:
+        """Latency under an NCCL protocol; None where the protocol does not apply (NVLS is Simple only)."""
+        if self.nvls and protocol != "simple":
+            return None
+        p = PROTOCOLS[protocol]
+        base = NVLS_BASE_LATENCY_S if self.nvls else p.base_s
+        return self.launches * base + self.nvlink_steps * p.nvlink_step_s + self.network_steps * p.network_step_s
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a collective on every group at once."""
+    coflow: np.ndarray           # coflow index of each flow
+    src: np.ndarray              # source rank of each flow
+    dst: np.ndarray              # destination rank of each flow (-1: the node's NVSwitch)
+    weight: np.ndarray           # share of volume · S each flow moves
+    volume: float                # bytes per rank per byte of the collective
+    hops: Hops
+    coflows: int
+    intra_scale: float = 1.0     # load multiplier on intra-node links (NVLS efficiency)
+    pattern: str = ""            # name of the flow pattern: phases with equal patterns share their rates
+
+
+def synthetic_members(shape: GroupShape, gpus_per_node: int, gpus: int) -> np.ndarray:
+    """Groups of a bare shape, laid out as a job whose every GPU is busy in such groups.
+
+    ``ranks_per_node`` members on each of ``nodes`` consecutive nodes; the node's
+    other GPUs hold sibling groups (the same shape, one GPU further), so NICs are
+    shared as they are in a real job.
+    """
+    n, k = shape.ranks, max(1, min(shape.ranks_per_node, shape.ranks))
+    if n <= 1:
+        return np.zeros((1, 1), dtype=np.int64)
+    m = -(-n // k)
+    if m == 1:
+        count = max(1, gpus_per_node // n)
+        return np.arange(count * n).reshape(count, n)
+    stride = max(1, gpus_per_node // k)
+    rows = []
+    for j in range(stride):
+        locals_ = j + stride * np.arange(k)
+        ranks = (np.arange(m)[:, None] * gpus_per_node + locals_[None, :]).reshape(-1)[:n]
+        rows.append(ranks)
+    members = np.array(rows)
+    if members.max() >= gpus:
+        raise ValueError(f"a group of {n} ranks with {k} per node needs {m} nodes")
+    return members
+
+
+def layout(members: np.ndarray, gpus_per_node: int) -> tuple[np.ndarray, int, int, bool]:
+    """(members sorted by GPU, nodes per group m, members per node k, uniform: every node holds k)."""
+    srt = np.sort(members, axis=1)
+    n = srt.shape[1]
+    nodes = srt // gpus_per_node
+    m = int(len(np.unique(nodes[0])))
+    k = n // m
+    uniform = n == m * k and bool((nodes.reshape(len(srt), m, k) == nodes.reshape(len(srt), m, k)[:, :, :1]).all())
+    return srt, m, k, uniform
+
+
+def _rows(shape: tuple, groups: int) -> np.ndarray:
+    return np.broadcast_to(np.arange(groups).reshape((groups,) + (1,) * (len(shape) - 1)), shape)
+
+
+def _phase(parts: list[tuple[np.ndarray, np.ndarray, float]], groups: int, volume: float, hops: Hops,
+           intra_scale: float = 1.0, pattern: str = "") -> Phase:
+    """Concatenate (src, dst, weight) arrays of shape (groups, ...) into a phase."""
+    co, src, dst, w = [], [], [], []
+    for s, d, weight in parts:
+        co.append(_rows(s.shape, groups).reshape(-1))
+        src.append(s.reshape(-1))
+        dst.append(d.reshape(-1))
+        w.append(np.full(s.size, weight))
+    return Phase(np.concatenate(co), np.concatenate(src), np.concatenate(dst), np.concatenate(w), volume,
+                 hops, groups, intra_scale, pattern)
+
+
+def ring_flows(members: np.ndarray, gpus_per_node: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Flows of NCCL's rings over every group (weights: share of the bus volume)."""
+    srt, m, k, uniform = layout(members, gpus_per_node)
+    groups = len(srt)
+    if m == 1 or not uniform or k == 1:
+        return [(srt, np.roll(srt, -1, axis=1), 1.0)]
+    blk = srt.reshape(groups, m, k)
+    return [(blk, np.roll(blk, -1, axis=2), (k - 1) / k),        # across the node on NVLink
+            (blk, np.roll(blk, -1, axis=1), 1.0 / k)]            # to the same rail of the next node
+
+
+def ring_hops(steps: int, n: int, m: int) -> Hops:
+    """``steps`` ring steps, of which a share m/n cross the network."""
+    net = m if m > 1 else 0
+    return Hops(1.0, steps * (n - net) / n, steps * net / n)
+
+
+def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
+                      nvls_scale: float = 1.0) -> list[Phase] | None:
+    """Phases of one all-reduce algorithm over every group, or None where it does not apply."""
+    srt, m, k, uniform = layout(members, gpus_per_node)
+    groups, n = srt.shape
+    if algorithm == "ring":
+        return [_phase(ring_flows(srt, gpus_per_node), groups, 2 * (n - 1) / n, ring_hops(2 * (n - 1), n, m),
+                       pattern="ring")]
+    if algorithm == "tree":
+        if m == 1:
+            return None
+        depth = int(np.ceil(np.log2(m)))
+        hops = Hops(1.0, 2 * (k - 1), 2 * depth)
+        return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops, pattern="ring")]
+    if algorithm == "nvls":
+        if m != 1:
+            return None
+        hops = Hops(1.0, 2.0, 0.0, nvls=True)
+        return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0, hops,
+                       nvls_scale, pattern="nvls")]
+    if algorithm == "hierarchical":
+        if m == 1 or k == 1 or not uniform:
+            return None
+        blk = srt.reshape(groups, m, k)
+        intra = _phase([(blk, np.roll(blk, -1, axis=2), 1.0)], groups, (k - 1) / k,
+                       Hops(1.0, k - 1, 0.0), pattern="node-ring")
+        inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k,
+                       Hops(1.0, 0.0, 2 * (m - 1)), pattern="rail-rings")
+        return [intra, inter, intra]
+    raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALL_REDUCE_ALGORITHMS)}")
+
+
+def ring_phase(members: np.ndarray, gpus_per_node: int, volume_factor: float, steps_factor: int) -> Phase:
+    """A ring collective moving ``volume_factor · (n-1)/n · S`` per rank (reduce-scatter, all-gather, broadcast)."""
+    srt, m, _, _ = layout(members, gpus_per_node)
+    groups, n = srt.shape
+    return _phase(ring_flows(srt, gpus_per_node), groups, volume_factor * (n - 1) / n,
+                  ring_hops(steps_factor * (n - 1), n, m), pattern="ring")
+
+
+def all_to_all_phase(members: np.ndarray, gpus_per_node: int) -> Phase:
+    """Every member sends S/n to every other member at once."""
+    srt, m, _, _ = layout(members, gpus_per_node)
+    groups, n = srt.shape
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    hops = Hops(1.0, 0.0 if m > 1 else 1.0, 1.0 if m > 1 else 0.0)
+    return _phase([(srt[:, i], srt[:, j], 1.0)], groups, 1.0 / n, hops, pattern="all-to-all")
+
+
+def send_recv_phase(members: np.ndarray, gpus_per_node: int) -> Phase:
+    """Every stage of every pipeline sends to the next stage at once; each pair is its own coflow."""
+    src = members[:, :-1].reshape(-1)
+    dst = members[:, 1:].reshape(-1)
+    crosses = bool(((src // gpus_per_node) != (dst // gpus_per_node)).any())
+    hops = Hops(1.0, 0.0 if crosses else 1.0, 1.0 if crosses else 0.0)
+    pairs = len(src)
+    return Phase(np.arange(pairs), src, dst, np.ones(pairs), 1.0, hops, pairs, pattern="send-recv")

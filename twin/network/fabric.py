@@ -1,0 +1,342 @@
+"""The fabric graph compiled for routing: link ids, capacities, and paths between GPUs.
+
+Every undirected edge ``e`` of the topology graph becomes two directed links,
+``2e`` (as listed) and ``2e + 1`` (reverse), each with the edge's per-direction
+capacity. Paths follow the real hardware:
+
+- inside a node, the shortest path in the node's own subgraph (GPU → NVSwitch →
+  GPU; GPU → PCIe switch → host → PCIe switch → GPU on PCIe servers);
+- between nodes, GPU → its NIC (the rail it is paired with; the next live NIC of
+  the node when that one has lost its leaf) → its leaf → ... → the destination's
+  leaf → NIC → GPU.
+
+Above the leaves a route is not one chain of cables. The SuperPOD reference
+architecture runs InfiniBand adaptive routing, which spreads a leaf's traffic
+over all its up-links; the model therefore treats the up-links of a leaf (and
+the down-links into it) as one *pool* whose capacity is the sum of its cables,
+and likewise the core up-links of a pod's spines. A flow between two leaves
+crosses the source leaf's up pool and the destination leaf's down pool (plus
+both pods' core pools when it leaves its pod). Removing a cable or a switch
+shrinks the pools it belonged to; an oversubscribed tier shrinks exactly the
+pools of the flows that cross it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import networkx as nx
+import numpy as np
+
+from twin.calibration import Efficiency
+from twin.hardware import topology
+from twin.hardware.specs import ClusterSpec
+
+TIERS = ("nvlink", "pcie", "nic", "leaf-spine", "spine-core", "storage", "mgmt")
+INTRA_NODE_TIERS = ("nvlink", "pcie")
+NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
+
+
+@lru_cache(maxsize=32)
+def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
+                  oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
+    from twin.hardware.specs import node_spec
+
+    return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
+                          storage_write_Bps)
+
+
+def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
+    """The topology a cluster spec describes (built once per distinct cluster; do not mutate it)."""
+    f = cluster.fabric
+    return _cached_graph(cluster.node.name, cluster.nodes, f.topology, f.link_Bps, f.nodes_per_su,
+                         f.oversubscription, cluster.storage.write_Bps)
+
+
+class Fabric:
+    """A topology graph with numbered directed links and a router."""
+
+    def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None):
+        self.graph = graph
+        self.gpus_per_node = int(graph.graph["gpus_per_node"])
+        self.rails = int(graph.graph["rails"])
+        self.nodes = int(graph.graph["nodes"])
+        self._id: dict[tuple, int] = {}
+        self._leaf: dict[tuple, tuple] = {}           # NIC → its leaf, for NICs still cabled
+        # Switch tiers as pools (adaptive routing spreads a leaf's traffic evenly over its
+        # up-links): the up and down bandwidth of every leaf, and of every pod's spines.
+        self._pool: dict[tuple, int] = {}
+        self._pod: dict[tuple, int | None] = {}
+        pools: dict[tuple, list[float]] = {}
+        intra = efficiency.nvlink if efficiency is not None else 1.0
+        network = efficiency.network if efficiency is not None else 1.0
+        scale = {t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS}
+        tier_index = {t: i for i, t in enumerate(TIERS)}
+        nodes = graph.nodes
+        capacity, latency, tier = [], [], []
+        ids = self._id
+        for e, (u, v, data) in enumerate(graph.edges(data=True)):
+            ids[(u, v)] = 2 * e
+            ids[(v, u)] = 2 * e + 1
+            t = data["tier"]
+            cap = data["capacity_Bps"] * scale[t]
+            capacity += (cap, cap)
+            latency += (data["latency_s"], data["latency_s"])
+            tier += (tier_index[t], tier_index[t])
+            if t == "nic":
+                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
+                self._leaf[nic] = leaf
+            elif t in ("leaf-spine", "spine-core"):
+                low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
+                if t == "leaf-spine":
+                    owner = low
+                    self._pod[low] = nodes[high].get("pod")
+                else:
+                    owner = nodes[low].get("pod")
+                for direction in ("up", "down"):
+                    pools.setdefault((owner, direction), [0.0, tier_index[t]])[0] += cap
+        for key, (cap, index) in pools.items():
+            self._pool[key] = len(capacity)
+            capacity.append(cap)
+            latency.append(topology.SWITCH_HOP_LATENCY_S)
+            tier.append(index)
+        self.capacity_Bps = np.array(capacity, dtype=float)
+        self.latency_s = np.array(latency, dtype=float)
+        self.tier = np.array(tier, dtype=np.int8)
+        self._intra: dict[tuple, list] = {}
+        self._nic: dict[tuple, tuple] = {}
+        self._ends: dict[tuple, tuple] = {}
+        self._edge_arrays: dict[tuple, np.ndarray] = {}
+        self._ends_arrays: tuple | None = None
+        self._leaf_pools: tuple | None = None
+
+    # -- vertices ---------------------------------------------------------------------
+    def gpu(self, rank: int) -> tuple:
+        return ("gpu", rank // self.gpus_per_node, rank % self.gpus_per_node)
+
+    def nic_of(self, gpu: tuple) -> tuple:
+        """The compute NIC a GPU sends through: its own rail, else the nearest live NIC of its node."""
+        if gpu in self._nic:
+            return self._nic[gpu]
+        _, n, local = gpu
+        own = local * self.rails // self.gpus_per_node
+        for k in range(self.rails):
+            nic = ("nic", n, (own + k) % self.rails)
+            if nic in self._leaf:
+                self._nic[gpu] = nic
+                return nic
+        raise ValueError(f"node {n} has no NIC attached to the fabric")
+
+    def leaf_of(self, nic: tuple) -> tuple:
+        leaf = self._leaf.get(nic)
+        if leaf is None:
+            raise ValueError(f"{nic} is not attached to a leaf")
+        return leaf
+
+    # -- paths ----------------------------------------------------------------------------
+    def _intra_path(self, a: tuple, b: tuple) -> list:
+        """Vertices from ``a`` to ``b`` inside one node (the node's template path, relabelled)."""
+        n = a[1]
+        key = (a[0], a[2:], b[0], b[2:])
+        template = self._intra.get(key)
+        if template is None:
+            g = self.graph
+            members, frontier = {a}, [a]
+            while frontier:                                  # the node's own vertices, found from a
+                v = frontier.pop()
+                for w in g[v]:
+                    if w not in members and g.nodes[w].get("node") == n:
+                        members.add(w)
+                        frontier.append(w)
+            path = nx.shortest_path(g.subgraph(members), a, b)
+            template = [(v[0],) + v[2:] for v in path]
+            self._intra[key] = template
+        return [(t[0], n) + t[1:] for t in template]
+
+    def link_ids(self, vertices: list) -> list[int]:
+        """Directed link ids along a chain of adjacent vertices."""
+        ids = self._id
+        return [ids[(vertices[i], vertices[i + 1])] for i in range(len(vertices) - 1)]
+
+    def route(self, a: tuple, b: tuple) -> list[int]:
+        """Resource ids (links and switch-tier pools) crossed from vertex ``a`` to vertex ``b``."""
+        if a[1] == b[1]:
+            return self.link_ids(self._intra_path(a, b))
+        up, leaf_a, _ = self._end(a)
+        _, leaf_b, down = self._end(b)
+        middle = []
+        if leaf_a != leaf_b:
+            pod_a, pod_b = self._pod.get(leaf_a), self._pod.get(leaf_b)
+            if (leaf_a, "up") not in self._pool or (leaf_b, "down") not in self._pool:
+                raise ValueError(f"no path from {leaf_a} to {leaf_b}: the fabric is disconnected")
+            middle.append(self._pool[(leaf_a, "up")])
+            if pod_a != pod_b:
+                if (pod_a, "up") not in self._pool or (pod_b, "down") not in self._pool:
+                    raise ValueError(f"no path from pod {pod_a} to pod {pod_b}: the fabric is disconnected")
+                middle += [self._pool[(pod_a, "up")], self._pool[(pod_b, "down")]]
+            middle.append(self._pool[(leaf_b, "down")])
+        return up + middle + down
+
+    def _end(self, v: tuple) -> tuple[list[int], tuple, list[int]]:
+        """(links from ``v`` up to its leaf, the leaf, links from the leaf down to ``v``), cached per vertex."""
+        end = self._ends.get(v)
+        if end is None:
+            nic = self.nic_of(v) if v[0] == "gpu" else v
+            leaf = self.leaf_of(nic)
+            if nic == v or (v, nic) in self._id:
+                to_nic = [v, nic] if nic != v else [v]
+            else:
+                to_nic = self._intra_path(v, nic)
+            up = self.link_ids(to_nic) + [self._id[(nic, leaf)]]
+            down = [self._id[(leaf, nic)]] + self.link_ids(to_nic[::-1])
+            end = self._ends[v] = (up, leaf, down)
+        return end
+
+    # -- many flows at once -------------------------------------------------------------------
+    def _edge_array(self, u: tuple, v: tuple) -> np.ndarray:
+        """Link id of the node-template edge ``u → v`` (vertices without their node) in every node; -1 if absent."""
+        key = (u, v)
+        arr = self._edge_arrays.get(key)
+        if arr is None:
+            ids = self._id
+            arr = np.array([ids.get(((u[0], n) + u[1:], (v[0], n) + v[1:]), -1) for n in range(self.nodes)],
+                           dtype=np.int64)
+            self._edge_arrays[key] = arr
+        return arr
+
+    def _rank_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For every GPU: links up to its leaf and down from it (padded with -1), and its leaf index."""
+        if self._ends_arrays is not None:
+            return self._ends_arrays
+        gpn, nodes = self.gpus_per_node, self.nodes
+        ups, downs, leaves = [], [], np.full(nodes * gpn, -1, dtype=np.int64)
+        for local in range(gpn):
+            rail = local * self.rails // gpn
+            nics = [("nic", n, rail) for n in range(nodes)]
+            leaf_of = [self._leaf.get(nic) for nic in nics]
+            live = np.array([leaf is not None for leaf in leaf_of])
+            ranks = np.arange(nodes) * gpn + local
+            probe = next((n for n in range(nodes) if live[n]), None)
+            chain = self._intra_path(("gpu", probe, local), ("nic", probe, rail)) if probe is not None else []
+            template = [(v[0],) + v[2:] for v in chain]
+            up_cols = [self._edge_array(template[i], template[i + 1]) for i in range(len(template) - 1)]
+            down_cols = [self._edge_array(template[i + 1], template[i]) for i in reversed(range(len(template) - 1))]
+            ids = self._id
+            up_cols.append(np.array([ids.get((nic, leaf), -1) for nic, leaf in zip(nics, leaf_of)], dtype=np.int64))
+            down_cols.insert(0, np.array([ids.get((leaf, nic), -1) for nic, leaf in zip(nics, leaf_of)],
+                                         dtype=np.int64))
+            leaves[ranks] = [leaf[1] if leaf is not None else -1 for leaf in leaf_of]
+            up = np.stack(up_cols, axis=1)
+            down = np.stack(down_cols, axis=1)
+            for n in np.nonzero(~live)[0]:          # a NIC without its cable: the GPU borrows a neighbour's
+                try:
+                    u, leaf, d = self._end(("gpu", int(n), local))
+                except ValueError:                   # no NIC of the node is cabled: the node is cut off
+                    continue
+                leaves[ranks[n]] = leaf[1]
+                up, down = _set_row(up, n, u), _set_row(down, n, d)
+            ups.append((ranks, up))
+            downs.append((ranks, down))
+        width = max(a.shape[1] for _, a in ups + downs)
+        up_all = np.full((nodes * gpn, width), -1, dtype=np.int64)
+        down_all = np.full((nodes * gpn, width), -1, dtype=np.int64)
+        for (ranks, up), (_, down) in zip(ups, downs):
+            up_all[ranks, :up.shape[1]] = up
+            down_all[ranks, :down.shape[1]] = down
+        self._ends_arrays = (up_all, down_all, leaves)
+        return self._ends_arrays
+
+    def _leaf_arrays(self) -> tuple[np.ndarray, ...]:
+        """Per leaf index: up pool, down pool, pod (-1: spines shared by all); per pod: up and down core pools."""
+        if self._leaf_pools is not None:
+            return self._leaf_pools
+        count = 1 + max((v[1] for v in self.graph if v[0] == "leaf"), default=0)
+        pods = 1 + max((p for p in self._pod.values() if p is not None), default=0)
+        up, down, pod = (np.full(count, -1, dtype=np.int64) for _ in range(3))
+        pod_up, pod_down = np.full(pods, -1, dtype=np.int64), np.full(pods, -1, dtype=np.int64)
+        for (owner, direction), rid in self._pool.items():
+            if isinstance(owner, tuple):
+                (up if direction == "up" else down)[owner[1]] = rid
+            elif owner is not None:
+                (pod_up if direction == "up" else pod_down)[owner] = rid
+        for leaf, p in self._pod.items():
+            pod[leaf[1]] = -1 if p is None else p
+        self._leaf_pools = (up, down, pod, pod_up, pod_down)
+        return self._leaf_pools
+
+    def route_many(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of many flows at once, as (flow index, resource id) pairs.
+
+        ``src``/``dst`` are GPU ranks, or -1 for the NVSwitch of the other end's node.
+        Equivalent to ``route`` flow by flow; identical node-internal paths and per-GPU
+        ends are looked up once and applied to every node with numpy.
+        """
+        gpn = self.gpus_per_node
+        src_node = np.where(src >= 0, src, dst) // gpn
+        dst_node = np.where(dst >= 0, dst, src) // gpn
+        flows, res = [], []
+        inside = np.nonzero(src_node == dst_node)[0]
+        if len(inside):
+            src_local = np.where(src[inside] >= 0, src[inside] % gpn, -1)
+            dst_local = np.where(dst[inside] >= 0, dst[inside] % gpn, -1)
+            pair = (src_local + 1) * (gpn + 1) + (dst_local + 1)
+            for code in np.unique(pair):
+                which = inside[pair == code]
+                a_local, b_local = divmod(int(code), gpn + 1)
+                n0 = int(src_node[which[0]])
+                a = ("gpu", n0, a_local - 1) if a_local else ("nvswitch", n0)
+                b = ("gpu", n0, b_local - 1) if b_local else ("nvswitch", n0)
+                chain = [(v[0],) + v[2:] for v in self._intra_path(a, b)]
+                for i in range(len(chain) - 1):
+                    flows.append(which)
+                    res.append(self._edge_array(chain[i], chain[i + 1])[src_node[which]])
+        across = np.nonzero(src_node != dst_node)[0]
+        if len(across):
+            up, down, leaf = self._rank_ends()
+            s, d = src[across], dst[across]
+            for table, ranks in ((up, s), (down, d)):
+                block = table[ranks]
+                rows, cols = np.nonzero(block >= 0)
+                flows.append(across[rows])
+                res.append(block[rows, cols])
+            la, lb = leaf[s], leaf[d]
+            if (la < 0).any() or (lb < 0).any():
+                raise ValueError("a node has no NIC attached to the fabric: the fabric is disconnected")
+            pool_up, pool_down, pod, pod_up, pod_down = self._leaf_arrays()
+            apart = np.nonzero(la != lb)[0]
+            hops = [pool_up[la[apart]], pool_down[lb[apart]]]
+            pa, pb = pod[la[apart]], pod[lb[apart]]
+            cross = np.nonzero((pa != pb) & (pa >= 0))[0]
+            hops_cross = [pod_up[pa[cross]], pod_down[pb[cross]]]
+            if any((h < 0).any() for h in hops + hops_cross):
+                raise ValueError("no path between two leaves: the fabric is disconnected")
+            for h in hops:
+                flows.append(across[apart])
+                res.append(h)
+            for h in hops_cross:
+                flows.append(across[apart[cross]])
+                res.append(h)
+        if not flows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(flows), np.concatenate(res)
+
+    def storage_paths(self, node: int) -> list[list[int]]:
+        """Links from a node's host through each of its storage NICs to the storage system."""
+        out = []
+        host = ("host", node)
+        for w in self.graph[host]:
+            if self.graph.nodes[w]["kind"] != "snic":
+                continue
+            for leaf in self.graph[w]:
+                if self.graph.nodes[leaf]["kind"] == "sleaf" and self.graph.has_edge(leaf, ("storage",)):
+                    out.append(self.link_ids([host, w, leaf, ("storage",)]))
+        return out
+
+
+def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:
+    """``table`` with ``row`` replaced by ``values`` (widened with -1 when longer)."""
+    if len(values) > table.shape[1]:
+        table = np.hstack([table, np.full((table.shape[0], len(values) - table.shape[1]), -1, dtype=np.int64)])
+    table[row] = -1
+    table[row, :len(values)] = values
+    return table
