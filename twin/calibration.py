@@ -1,4 +1,10 @@
-"""The named efficiency parameters of the step-time model, read from catalog/data/calibration.yaml."""
+"""The named efficiency parameters of the step-time model, read from catalog/data/calibration.yaml.
+
+Five fitted fractions (``Efficiency``) and one measured table, the maximum
+achievable matmul throughput of each GPU as a fraction of its datasheet peak
+(``achievable_matmul_fraction``). ``benchmarks/calibrate.py`` refits the
+fractions on the calibration cases of ``twin/validation/cases``.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +13,39 @@ from dataclasses import dataclass, fields
 from twin import catalog
 from twin.errors import ScenarioError
 
+# Precisions whose tensor-core rate equals bf16's, for the achievable-matmul table.
+_SAME_AS_BF16 = {"bf16", "fp16", "tf32", "fp32"}
+
 
 @dataclass(frozen=True)
 class Efficiency:
-    matmul: float       # fraction of dense tensor peak sustained by large GEMMs
+    matmul: float       # fraction of the achievable matmul throughput that a step's GEMMs sustain
     memory: float       # fraction of HBM bandwidth sustained by memory-bound kernels
-    attention: float    # fraction of dense tensor peak sustained by fused attention
+    attention: float    # fraction of the achievable matmul throughput that fused attention sustains
     nvlink: float       # fraction of NVLink line rate reached as NCCL bus bandwidth
     network: float      # fraction of NIC line rate reached as NCCL bus bandwidth
+    nvls: float         # fraction of NVLink line rate that NVLink SHARP all-reduce reaches (algorithm bandwidth)
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
 
     @classmethod
     def calibrated(cls, overrides: dict[str, float] | None = None) -> "Efficiency":
         """Calibrated defaults, with a scenario's overrides applied."""
-        values = {name: float(row["value"]) for name, row in catalog.table("calibration").items()}
+        rows = catalog.table("calibration")
+        values = {name: float(rows[name]["value"]) for name in cls.names()}
         for key, value in (overrides or {}).items():
             if key not in values:
                 raise ScenarioError(f"efficiency.{key}", f"unknown efficiency; allowed: {', '.join(values)}")
-            if not 0 < value <= 1:
-                raise ScenarioError(f"efficiency.{key}", f"{value} is not a fraction in (0, 1]")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ScenarioError(f"efficiency.{key}", f"{value!r} is not a fraction in (0, 1]")
             values[key] = float(value)
-        return cls(**{f.name: values[f.name] for f in fields(cls)})
+        return cls(**values)
+
+
+def achievable_matmul_fraction(gpu: str, precision: str) -> float:
+    """Measured maximum achievable matmul FLOP/s of ``gpu`` ÷ its dense peak at ``precision``."""
+    table = catalog.table("calibration")["achievable_matmul"]
+    row = table.get("bf16" if precision in _SAME_AS_BF16 else precision, {})
+    return float(row.get(gpu, table["default"]))

@@ -1,0 +1,140 @@
+"""The validation report: a terminal table and its Markdown twin (docs/validation.md)."""
+
+from __future__ import annotations
+
+import math
+
+from twin.report import table
+from twin.validation.metrics import METRICS
+from twin.validation.runner import Outcome, Summary
+
+TARGETS = {"calibration": 0.07, "check": 0.10}   # throughput MAPE the project holds itself to
+
+
+def _num(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.3g}" if x >= 1 else f"{x:.3f}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
+
+
+def _mape(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def case_rows(outcomes: list[Outcome]) -> list[list[str]]:
+    rows = []
+    for o in outcomes:
+        unit = METRICS[o.case.metric].unit
+        predicted = _num(o.predicted) if o.predicted is not None else o.status
+        rows.append([o.case.id, o.case.group, o.case.role, o.case.metric, unit, _num(o.case.published),
+                     predicted, _pct(o.error)])
+    return rows
+
+
+CASE_HEADER = ["case", "group", "role", "metric", "unit", "published", "predicted", "error"]
+
+
+def group_rows(summary: Summary) -> list[list[str]]:
+    return [[g.name, g.role, str(g.cases), _mape(g.mape), g.worst, _pct(g.worst_error)] for g in summary.groups]
+
+
+GROUP_HEADER = ["group", "role", "cases", "MAPE", "worst case", "its error"]
+
+
+def role_lines(summary: Summary) -> list[str]:
+    out = []
+    for role in ("calibration", "check", "all"):
+        target = TARGETS.get(role)
+        mark = ""
+        if target is not None and not math.isnan(summary.throughput_mape[role]):
+            mark = "  (target ≤ {:.0f}%: {})".format(100 * target, "met" if summary.throughput_mape[role] <= target
+                                                     else "NOT met")
+        out.append(f"throughput MAPE, {role} cases ({summary.throughput_cases[role]}): "
+                   f"{_mape(summary.throughput_mape[role])}{mark}")
+    for gpu, (n, mape) in summary.by_gpu.items():
+        out.append(f"throughput MAPE, check cases on {gpu} ({n}): {_mape(mape)}")
+    out.append(f"overall MAPE, every evaluated case: {_mape(summary.overall_mape)}")
+    if summary.pending:
+        out.append("pending (model part not built): " + ", ".join(summary.pending))
+    if summary.failed:
+        out.append("failed to run: " + ", ".join(summary.failed))
+    return out
+
+
+def text(outcomes: list[Outcome], summary: Summary) -> str:
+    parts = [table(case_rows(outcomes), CASE_HEADER), "", table(group_rows(summary), GROUP_HEADER), ""]
+    parts += role_lines(summary)
+    if summary.beyond_20:
+        parts.append("beyond 20% (explained in docs/validation.md): " + ", ".join(summary.beyond_20))
+    return "\n".join(parts)
+
+
+def _md_table(rows: list[list[str]], header: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def markdown(outcomes: list[Outcome], summary: Summary, efficiencies: dict[str, dict] | None = None) -> str:
+    """The generated part of docs/validation.md."""
+    out = ["## Results", "", "### Summary", ""]
+    out += [f"- {line}" for line in role_lines(summary)]
+    if summary.beyond_20:
+        out.append("- beyond 20% (explained above): " + ", ".join(summary.beyond_20))
+    out += ["", "### Per group", "", _md_table(group_rows(summary), GROUP_HEADER), ""]
+    if efficiencies:
+        rows = [[name, f"{row['value']:.3f}", str(row.get("fitted", "-")), ", ".join(row.get("fitted_on", [])) or "-"]
+                for name, row in efficiencies.items()]
+        out += ["### Efficiencies in use", "", _md_table(rows, ["name", "value", "fitted", "fitted on"]), ""]
+    out += ["### Every case", "", _md_table(case_rows(outcomes), CASE_HEADER), ""]
+    out += ["### Sources", ""]
+    seen = {}
+    for o in outcomes:
+        seen.setdefault(o.case.group, o.case.source)
+    out += [f"- **{g}**: {s}" for g, s in seen.items()]
+    notes = [(o.case.id, o.case.note) for o in outcomes if o.case.note]
+    if notes:
+        out += ["", "### Case notes", ""] + [f"- **{cid}**: {note}" for cid, note in notes]
+    return "\n".join(out) + "\n"
+
+
+BEGIN_MARK = "<!-- BEGIN GENERATED: python -m twin validate --markdown docs/validation.md -->"
+END_MARK = "<!-- END GENERATED -->"
+
+
+def splice(document: str, generated: str) -> str:
+    """``document`` with the text between the generated-section marks replaced (appended if absent)."""
+    block = f"{BEGIN_MARK}\n\n{generated}\n{END_MARK}\n"
+    if BEGIN_MARK in document and END_MARK in document:
+        head, rest = document.split(BEGIN_MARK, 1)
+        _, tail = rest.split(END_MARK, 1)
+        return head + block + tail.lstrip("\n")
+    return (document.rstrip("\n") + "\n\n" if document.strip() else "# Validation\n\n") + block
+
+
+def write_report(markdown_path: str | None = None, case_files: list[str] | None = None) -> str:
+    """Run the cases; write the Markdown report into ``markdown_path`` if given; return the text report."""
+    import os
+    from pathlib import Path
+
+    from twin import catalog
+    from twin.calibration import Efficiency
+    from twin.validation.cases import load_cases
+    from twin.validation.runner import run_cases, summarize
+
+    outcomes = run_cases(load_cases(case_files), workers=os.cpu_count() or 1)
+    summary = summarize(outcomes)
+    if markdown_path:
+        rows = catalog.table("calibration")
+        efficiencies = {name: rows[name] for name in Efficiency.names()}
+        path = Path(markdown_path)
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(splice(existing, markdown(outcomes, summary, efficiencies)), encoding="utf-8")
+    return text(outcomes, summary)
