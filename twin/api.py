@@ -11,15 +11,17 @@ from pathlib import Path
 from twin.calibration import Efficiency
 from twin.engine.operators import OperatorModel
 from twin.engine.stage_costs import StepCosts, step_costs
+from twin.engine.iteration import IterationResult, simulate_iteration
+from twin.engine.job import job_spec, job_summary, monte_carlo
 from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, cluster_spec
 from twin.network.collectives import CommModel
-from twin.power.country import carbon_intensity, country, electricity_price
-from twin.power.energy import power_draw
+from twin.power.assess import SiteInputs, assess
+from twin.power.capping import power_cap_factor
 from twin.results import Result
 from twin.scenario import Scenario, load_scenario, parse_scenario
-from twin.units import JOULES_PER_KWH, SECONDS_PER_HOUR, fmt_bytes
+from twin.units import SECONDS_PER_HOUR, fmt_bytes
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
 from twin.workload.model import ModelSpec, model_spec
 from twin.workload.placement import Placement, place
@@ -54,20 +56,23 @@ def build(scenario: Scenario) -> Built:
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
     plan = resolve_plan(tr.parallelism, model, cluster, tr.global_batch, tr.seq_len)
-    placement = place(plan, cluster.node.gpus)
+    placement = place(plan, cluster.node.gpus, tr.parallelism.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
-    ops = OperatorModel(gpu, tr.precision, efficiency)
-    comm = CommModel(cluster, efficiency)
+    ops = OperatorModel(gpu, tr.precision, efficiency,
+                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w))
+    comm = CommModel(cluster, efficiency, placement)
     costs = step_costs(model, plan, ops, comm, placement, tr.attention, tr.precision)
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
     return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
 
 
-def simulate(scenario: Scenario) -> Result:
-    """Answer a scenario."""
+def simulate(scenario: Scenario, closed_form: bool = False) -> Result:
+    """Answer a scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy."""
     built = build(scenario)
-    step = step_time(built.costs, built.plan)
-    return _result(built, step)
+    if closed_form:
+        return _result(built, step_time(built.costs, built.plan))
+    iteration = simulate_iteration(built.costs, built.plan)
+    return _result(built, iteration.breakdown, iteration)
 
 
 def run_file(path: str | Path) -> Result:
@@ -78,7 +83,22 @@ def run_dict(data: dict) -> Result:
     return simulate(parse_scenario(data))
 
 
-def _result(b: Built, step: StepBreakdown) -> Result:
+def fabric_file(path: str | Path) -> dict:
+    """The fabric of a scenario file and where its parallel groups land (``Result.fabric``), without simulating."""
+    return build(load_scenario(path)).comm.summary()
+
+
+def catalog_names(kind: str) -> list[str]:
+    """Entry names of one catalog ('nodes', 'models', 'failure_profiles', ...); [] where it has none."""
+    from twin import catalog
+
+    try:
+        return catalog.names(kind)
+    except (OSError, ValueError):
+        return []
+
+
+def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
     sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
     gpu = cluster.node.gpu
     gpus_used = plan.gpus
@@ -90,6 +110,17 @@ def _result(b: Built, step: StepBreakdown) -> Result:
     hardware_tflops = hardware_flops / step.step_s / gpus_used / 1e12
     ideal_s = tr.tokens / tokens_per_s
     time_s = ideal_s
+    failures: dict = {}
+    timeline = {"segments": [{"start_s": 0.0, "end_s": ideal_s, "phase": "train"}], "events": []}
+    interruptions, goodput = 0.0, 1.0
+    if sc.failures.enabled:
+        spec = job_spec(sc, cluster, model.params, gpus_used, plan.data, plan.tokens_per_step, step.step_s)
+        stats = monte_carlo(spec, sc.failures.seed, sc.failures.samples)
+        failures = job_summary(spec, stats, sc.failures.seed)
+        time_s = failures["time_to_train_s"]["p50"]
+        interruptions = failures["interruptions"]["p50"]
+        goodput = ideal_s / time_s
+        timeline = {"segments": stats.median.segments, "events": stats.median.events}
 
     warnings: list[str] = []
     capacity = gpu.memory_bytes
@@ -109,30 +140,12 @@ def _result(b: Built, step: StepBreakdown) -> Result:
         warnings.append(f"tensor parallelism {plan.tensor} spans nodes ({cluster.node.gpus} GPUs per node): "
                         "its all-reduces run over the network")
 
-    power = power_draw(cluster, step, gpus_used)
-    energy_it_kwh = power.cluster_avg_w * time_s / JOULES_PER_KWH
-    energy_facility_kwh = energy_it_kwh * sc.site.pue
-    rack_peak_w = cluster.nodes_per_rack * (power.cluster_peak_w / max(1, cluster.nodes + cluster.spare_nodes))
-    if cluster.rack_power_limit_w and rack_peak_w > cluster.rack_power_limit_w:
-        warnings.append(f"a rack of {cluster.nodes_per_rack} nodes peaks at {rack_peak_w / 1e3:.1f} kW, above "
-                        f"rack_power_limit {cluster.rack_power_limit_w / 1e3:.1f} kW")
-
-    carbon, cost, intensity, price = {}, {}, {}, {}
-    sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source}
-    codes = [sc.site.country] + [c for c in sc.site.compare if c != sc.site.country]
-    for i, code in enumerate(codes):
-        field = "site.country" if i == 0 else f"site.compare[{i - 1}]"
-        place_ = country(code, field)
-        is_site = i == 0
-        ci = carbon_intensity(place_, sc.site.carbon_intensity if is_site else None)
-        pr = electricity_price(place_, sc.site.electricity_price if is_site else None)
-        key = place_.alpha2
-        intensity[key] = ci.g_per_kwh
-        carbon[key] = energy_facility_kwh * ci.g_per_kwh / 1000.0
-        price[key] = pr.eur_per_kwh if pr else None
-        cost[key] = energy_facility_kwh * pr.eur_per_kwh if pr else None
-        sources[f"carbon_intensity.{key}"] = ci.source + (f", {ci.year}" if ci.year else "")
-        sources[f"electricity_price.{key}"] = pr.source if pr else "no price known; set site.electricity_price"
+    # Power, energy, carbon and cost (twin.power): over the job's timeline when it has one.
+    fabric = b.comm.summary()
+    pw = assess(cluster, step, gpus_used, SiteInputs.of(sc.site), time_s, timeline.get("segments"), fabric,
+                storage_named=sc.cluster.storage is not None)
+    warnings.extend(pw.warnings)
+    sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()
 
     plan_dict = asdict(plan) | {"microbatches": plan.microbatches, "description": plan.describe(),
                                 "gpus": gpus_used}
@@ -151,15 +164,15 @@ def _result(b: Built, step: StepBreakdown) -> Result:
         ideal_time_to_train_s=ideal_s,
         time_to_train_s=time_s,
         gpu_hours=gpus_used * time_s / SECONDS_PER_HOUR,
-        interruptions=0,
-        goodput=1.0,
-        energy_it_kwh=energy_it_kwh,
-        energy_facility_kwh=energy_facility_kwh,
-        avg_power_it_w=power.cluster_avg_w,
-        peak_power_it_w=power.cluster_peak_w,
-        carbon_kg=carbon,
-        energy_cost_eur=cost,
-        country=country(sc.site.country, "site.country").alpha2,
+        interruptions=interruptions,
+        goodput=goodput,
+        energy_it_kwh=pw.energy_it_kwh,
+        energy_facility_kwh=pw.energy_facility_kwh,
+        avg_power_it_w=pw.avg_power_it_w,
+        peak_power_it_w=pw.peak_power_it_w,
+        carbon_kg=pw.carbon_kg(),
+        energy_cost_eur=pw.energy_cost_eur(),
+        country=pw.site.code,
         tokens=tr.tokens,
         tokens_per_step=plan.tokens_per_step,
         tokens_per_s_per_gpu=tokens_per_s / gpus_used,
@@ -169,11 +182,17 @@ def _result(b: Built, step: StepBreakdown) -> Result:
         bottleneck=step.bottleneck,
         memory_breakdown_bytes=b.memory.as_dict(),
         memory_advice=advice,
-        carbon_intensity_g_per_kwh=intensity,
-        electricity_price_eur_per_kwh=price,
+        carbon_intensity_g_per_kwh=pw.intensity(),
+        electricity_price_eur_per_kwh=pw.price(),
         pue=sc.site.pue,
-        power={"gpu_avg_w": power.gpu_w, "node_avg_w": power.node_w, "rack_peak_w": rack_peak_w,
-               "racks": cluster.racks},
+        power=pw.power,
+        embodied_carbon_kg=pw.embodied.total_kg if pw.embodied else None,
+        total_cost_eur=pw.total_cost_eur(),
+        rental_cost_eur=pw.rental_cost_eur,
+        failures=failures,
+        timeline=timeline,
+        fabric=fabric,
+        step_timeline=iteration.timeline_dicts() if iteration else [],
         warnings=warnings,
         sources=sources,
     )

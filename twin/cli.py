@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | catalog``.
+"""Command line: ``python -m twin run | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -80,6 +80,21 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_topology(args: argparse.Namespace) -> int:
+    from twin.api import fabric_file
+    from twin.network.describe import describe
+
+    print(describe(fabric_file(args.scenario)))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from twin.validation.report import write_report
+
+    print(write_report(args.markdown, args.cases))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training.")
     p.add_argument("--version", action="version", version=f"twin {__version__}")
@@ -94,6 +109,15 @@ def parser() -> argparse.ArgumentParser:
     cat = sub.add_parser("catalog", help="list catalog entries")
     cat.add_argument("kind", choices=["gpus", "nodes", "models"])
     cat.set_defaults(func=_cmd_catalog)
+
+    top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
+    top.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    top.set_defaults(func=_cmd_topology)
+
+    val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
+    val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")
+    val.add_argument("--cases", metavar="YAML", nargs="+", help="case files to run instead of the shipped ones")
+    val.set_defaults(func=_cmd_validate)
     return p
 
 

@@ -33,20 +33,39 @@ def summary(r: Result) -> str:
                f"(ideal {fmt_duration(r.ideal_time_to_train_s)}; {r.interruptions:.0f} interruptions, "
                f"goodput {r.goodput:.1%})")
     out.append(f"GPU-hours     {r.gpu_hours:,.0f} GPU·h")
+    infra = r.power.get("infrastructure", {})
+    infra_w = infra.get("switches_w", 0) + infra.get("storage_w", 0)
     out.append(f"Power (IT)    average {fmt_si(r.avg_power_it_w, 'W')}, peak {fmt_si(r.peak_power_it_w, 'W')}; "
-               f"{r.power.get('racks', 0)} racks, rack peak {fmt_si(r.power.get('rack_peak_w', 0), 'W')}")
+               f"GPU {r.power.get('gpu_avg_w', 0):.0f} W average, node {fmt_si(r.power.get('node_avg_w', 0), 'W')}; "
+               f"switches and storage {fmt_si(infra_w, 'W')}")
+    limit = r.power.get("rack_limit_w")
+    out.append(f"Racks         {r.power.get('racks', 0)} racks of {r.power.get('nodes_per_rack', 0)} nodes: "
+               f"busiest {fmt_si(r.power.get('rack_avg_w', 0), 'W')} average, {fmt_si(r.power.get('rack_peak_w', 0), 'W')} peak"
+               + (f" (limit {fmt_si(limit, 'W')}, {r.power.get('racks_over_limit', 0)} over)" if limit else ""))
+    if r.power.get("power_cap_w"):
+        out.append(f"Power cap     {r.power['power_cap_w']:.0f} W per GPU: compute clock "
+                   f"{r.power.get('power_cap_clock_factor', 1):.1%} of uncapped")
     out.append(f"Energy        IT {r.energy_it_kwh / 1e3:,.1f} MWh, facility {r.energy_facility_kwh / 1e3:,.1f} MWh "
-               f"(PUE {r.pue:.2f})")
+               f"(PUE {r.pue:.2f}" + (", GPU-hours x TDP accounting" if r.power.get("accounting") == "gpu-tdp" else "")
+               + ")")
+    if r.embodied_carbon_kg is not None:
+        amount = f"{r.embodied_carbon_kg / 1e3:,.1f} t" if r.embodied_carbon_kg >= 1e3 else f"{r.embodied_carbon_kg:,.0f} kg"
+        out.append(f"Embodied      {amount} CO2e (hardware, amortised over its lifetime)")
+    if r.rental_cost_eur is not None:
+        out.append(f"GPU rental    {r.rental_cost_eur:,.0f} EUR")
     rows = []
     for code, kg in r.carbon_kg.items():
         price = r.electricity_price_eur_per_kwh.get(code)
         cost = r.energy_cost_eur.get(code)
+        total = r.total_cost_eur.get(code)
         rows.append([code + (" (site)" if code == r.country else ""),
                      f"{r.carbon_intensity_g_per_kwh[code]:.0f} g/kWh", f"{kg / 1e3:,.1f} t CO2e",
                      f"{price:.3f} EUR/kWh" if price is not None else "n/a",
-                     f"{cost:,.0f} EUR" if cost is not None else "n/a"])
+                     f"{cost:,.0f} EUR" if cost is not None else "n/a"]
+                    + ([f"{total:,.0f} EUR" if total is not None else "n/a"] if r.rental_cost_eur is not None else []))
     out.append("")
-    out.append(table(rows, ["country", "intensity", "carbon", "electricity", "energy cost"]))
+    header = ["country", "intensity", "carbon", "electricity", "energy cost"]
+    out.append(table(rows, header + (["total cost"] if r.rental_cost_eur is not None else [])))
     for w in r.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)

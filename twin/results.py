@@ -55,8 +55,13 @@ class Result:
     electricity_price_eur_per_kwh: dict[str, float | None] = field(default_factory=dict)
     pue: float = 1.0
     power: dict[str, Any] = field(default_factory=dict)
+    embodied_carbon_kg: float | None = None            # amortised hardware emissions (site.embodied)
+    total_cost_eur: dict[str, float | None] = field(default_factory=dict)   # energy + GPU rental, per country
+    rental_cost_eur: float | None = None               # reserved GPU-hours x site.gpu_hour_price
     failures: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)
+    fabric: dict[str, Any] = field(default_factory=dict)
+    step_timeline: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 

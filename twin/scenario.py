@@ -76,11 +76,21 @@ class Cluster(_Strict):
     node: str
     nodes: PositiveInt
     spare_nodes: NonNegativeInt = 0
+    allow_shrink: bool = False             # after a failure with no spare, go on with fewer replicas
     nodes_per_rack: PositiveInt = 2
     rack_power_limit: Power | None = None
     gpu_power_cap: Power | None = None
     fabric: Fabric = Fabric()
     storage: Storage | None = None         # default: the nodes' storage NICs, all at line rate
+
+
+class Embodied(_Strict):
+    enabled: bool = False
+    method: Literal["bloom", "llmcarbon"] = "bloom"        # per-device figures (docs/power.md)
+    gpu_kg: Annotated[float, Field(ge=0)] | None = None    # kg CO2e per GPU, overrides the method
+    server_kg: Annotated[float, Field(ge=0)] | None = None  # kg CO2e per server (node without GPUs)
+    lifetime_years: Annotated[float, Field(gt=0)] | None = None    # default 6 (BLOOM)
+    utilization: Annotated[float, Field(gt=0, le=1)] | None = None  # default 0.85 (BLOOM)
 
 
 class Site(_Strict):
@@ -90,6 +100,8 @@ class Site(_Strict):
     carbon_intensity: CarbonIntensity | None = None        # g CO2e / kWh, overrides the dataset
     electricity_price: PricePerKwh | None = None           # (amount per kWh, currency)
     gpu_hour_price: PricePerGpuHour | None = None          # optional rental price
+    accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
+    embodied: Embodied = Embodied()
 
     @field_validator("pue", mode="before")
     @classmethod
@@ -126,6 +138,8 @@ class Parallelism(_Strict):
     recompute: Literal["none", "selective", "full"] = "selective"
     zero: Annotated[int, Field(ge=0, le=3, strict=True)] = 1
     overlap_grad_reduce: bool = True
+    # Rank order, fastest-varying first: Megatron-LM's default keeps a tensor group inside a node.
+    order: Literal["tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"] = "tp-dp-pp"
 
 
 class Checkpoint(_Strict):
@@ -150,6 +164,10 @@ class Failures(_Strict):
     seed: NonNegativeInt = 0
     samples: PositiveInt = 1
     rate_scale: Annotated[float, Field(ge=0)] = 1.0
+    custom_rates: dict[str, Annotated[float, Field(ge=0)]] = {}   # component → failures per device-hour
+    detection_time: Duration = 600.0       # PyTorch's default NCCL collective timeout, 10 min
+    restart_time: Duration = 300.0         # relaunch and communicator set-up (assumption, docs/engine.md)
+    repair_time: Duration = 172800.0       # mean time to repair a node, 48 h (assumption, docs/engine.md)
 
 
 class Scenario(_Strict):
