@@ -32,6 +32,16 @@ def summary(r: Result) -> str:
     out.append(f"Time to train {fmt_duration(r.time_to_train_s)} for {r.tokens:.3g} tokens "
                f"(ideal {fmt_duration(r.ideal_time_to_train_s)}; {r.interruptions:.0f} interruptions, "
                f"goodput {r.goodput:.1%})")
+    f = r.failures
+    if f:
+        ttt = f["time_to_train_s"]
+        out.append(f"Failures      {f['samples']} samples ({f['profile']}): time to train P10/P50/P90 "
+                   f"{fmt_duration(ttt['p10'])} / {fmt_duration(ttt['p50'])} / {fmt_duration(ttt['p90'])}; "
+                   f"mean time between failures {fmt_duration(f['mtbf_s'])}")
+        out.append(f"Checkpoints   every {fmt_duration(f['checkpoint_interval_s'])} "
+                   f"({f['checkpoint_bytes'] / 1e12:.2f} TB, write {fmt_duration(f['checkpoint_write_s'])}); "
+                   f"node swaps P50 {f['spares_used']['p50']:.0f} from a pool of {f['spare_nodes']} spares; "
+                   f"work lost P50 {fmt_duration(f['lost_work_s']['p50'])}")
     out.append(f"GPU-hours     {r.gpu_hours:,.0f} GPU·h")
     infra = r.power.get("infrastructure", {})
     infra_w = infra.get("switches_w", 0) + infra.get("storage_w", 0)
