@@ -239,3 +239,28 @@ def test_vectorised_routes_equal_flow_by_flow_routes_on_a_degraded_fabric():
         a = fab.gpu(s) if s >= 0 else ("nvswitch", d // 8)
         b = fab.gpu(d) if d >= 0 else ("nvswitch", s // 8)
         assert sorted(res[flow == i].tolist()) == sorted(fab.route(a, b))
+
+
+def test_topology_command_prints_the_fabric_and_the_groups():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "twin", "topology", "scenarios/superpod.yaml"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "32 leaves, 16 spines" in out.stdout and "1,024" in out.stdout      # the RA's 4-SU fabric
+    for kind in ("tensor", "data", "pipeline"):
+        assert kind in out.stdout
+
+
+def test_hierarchical_all_reduce_matches_its_hand_computed_phases():
+    # DGX A100, 4 nodes x 8 GPUs: reduce-scatter on NVLink (7/8 S at 240 GB/s), 8 rail all-reduces of S/8
+    # across 4 nodes (2·3/4 · S/8 at 23.75 GB/s), all-gather on NVLink.
+    c = comm("dgx-a100-80gb", 4)
+    nvlink, nic = 300e9 * EFF.nvlink, 25e9 * EFF.network
+    seconds_per_byte = 2 * (7 / 8) / nvlink + 2 * (3 / 4) / 8 / nic
+    expected = 2 * 31 / 32 / seconds_per_byte
+    assert c.busbw_Bps(GroupShape(32, 8), algorithm="hierarchical") == pytest.approx(expected, rel=0.01)
+    assert c.algorithm(GIB4, GroupShape(32, 8)) == "ring"          # the multi-rail ring beats it here

@@ -109,7 +109,8 @@ def test_oversubscription_divides_cross_tier_bandwidth(k):
     assert _max_flow_between_halves(over, 64) == pytest.approx(T.bisection_Bps(over))
     rail_full = T.rail_optimized_fat_tree(H100, 63)
     rail_over = T.rail_optimized_fat_tree(H100, 63, oversubscription=k)
-    assert T.tier_capacity_Bps(rail_over, "leaf-spine") == pytest.approx(T.tier_capacity_Bps(rail_full, "leaf-spine") / k)
+    assert T.tier_capacity_Bps(rail_over, "leaf-spine") == pytest.approx(
+        T.tier_capacity_Bps(rail_full, "leaf-spine") / k)
 
 
 def test_large_clos_has_three_tiers():

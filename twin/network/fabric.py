@@ -37,7 +37,7 @@ INTRA_NODE_TIERS = ("nvlink", "pcie")
 NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=4)      # a 16,384-GPU graph holds ~40k vertices: keep a few
 def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
                   oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
     from twin.hardware.specs import node_spec
