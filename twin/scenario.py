@@ -237,14 +237,18 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError("", f"cannot read scenario file '{path}': {exc.strerror}") from None
+    return parse_scenario(parse_yaml(text, str(path)), str(path))
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """YAML text → plain data; a syntax error names the line and column."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ScenarioError("", f"{path}: malformed YAML{where}: {problem}") from None
-    return parse_scenario(data, str(path))
+        raise ScenarioError("", f"{source}: malformed YAML{where}: {problem}") from None
 
 
 def _check_catalog_names(scenario: Scenario) -> None:
