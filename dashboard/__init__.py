@@ -1,0 +1,1 @@
+"""The twin dashboard (Streamlit): ``streamlit run dashboard/app.py``."""

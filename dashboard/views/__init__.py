@@ -1,0 +1,55 @@
+"""One module per dashboard page; each has ``render(ctx)`` and describes UI only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from dashboard import core
+from dashboard.panel import PAGES, Context
+
+
+def render(ctx: Context) -> None:
+    """Draw the page the sidebar selected."""
+    from dashboard.views import cluster, compare, job, overview, scenario, step
+
+    pages: dict[str, Callable[[Context], None]] = {
+        "scenario": scenario.render, "overview": overview.render, "cluster": cluster.render,
+        "step": step.render, "job": job.render, "compare": compare.render,
+    }
+    st.title(PAGES[ctx.page])
+    if ctx.result:
+        what_if = "; what-if: " + ", ".join(f"`{k}` = {v}" for k, v in ctx.changes.items()) if ctx.changes else ""
+        st.caption(f"**{ctx.result['scenario']}** — {ctx.source}{what_if}")
+    pages[ctx.page](ctx)
+
+
+def needs_result(ctx: Context) -> bool:
+    """True when there is a result to draw; otherwise say why not (one line, never a traceback)."""
+    if ctx.result is not None:
+        return True
+    if ctx.base_error:
+        st.error(f"The scenario is not valid: {ctx.base_error}")
+        st.info("Fix it on the Scenario page, or choose another file in the sidebar.")
+    elif ctx.error:
+        st.error(f"This what-if does not run: {ctx.error}")
+        st.info("Move the knob named above back, or change another one.")
+    return False
+
+
+def figure(what: str, module: str, name: str, *args: Any, available: bool = True,
+           missing: str = "not available in this result", key: str | None = None) -> bool:
+    """Draw ``twin.figures.<module>.<name>(*args)``; a note instead when it or its data is missing."""
+    fn = core.figure_function(module, name)
+    if fn is None or not available:
+        st.info(f"{what}: {missing}.")
+        return False
+    try:
+        fig = fn(*args)
+    except Exception as exc:  # a figure must never take the page down with it
+        st.error(f"{what} could not be drawn: {type(exc).__name__}: {exc}")
+        return False
+    st.plotly_chart(fig, key=key or f"fig.{module}.{name}")
+    return True

@@ -1,0 +1,50 @@
+"""Job page: the run's timeline (failures, checkpoints, restarts, spares), time-to-train spread, power."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.panel import Context
+from dashboard.views import figure, needs_result
+from twin.figures import overview
+from twin.report import fmt_duration
+
+
+def render(ctx: Context) -> None:
+    if not needs_result(ctx):
+        return
+    r = ctx.result
+    failures_on = bool(ctx.knobs and ctx.knobs.failures)
+    ttt = overview.time_to_train_percentiles(r)
+    cols = st.columns(5)
+    cols[0].metric("Time to train (P10)", fmt_duration(ttt["p10"]))
+    cols[1].metric("Time to train (P50)", fmt_duration(ttt["p50"]))
+    cols[2].metric("Time to train (P90)", fmt_duration(ttt["p90"]))
+    cols[3].metric("Interruptions", f"{r.get('interruptions', 0):,.0f}")
+    cols[4].metric("Goodput", f"{100 * r.get('goodput', 1.0):.1f} %",
+                   help="share of wall-clock time spent on steps that count")
+    f = r.get("failures") or {}
+    if f:
+        cols = st.columns(5)
+        cols[0].metric("Spare pool", f"{f.get('spare_nodes', 0)} nodes",
+                       help="spare nodes plus nodes the plan leaves idle, ready to replace a failed one")
+        used = f.get("spares_used") or {}
+        cols[1].metric("Spares used, P50 / P90 (nodes)", f"{used.get('p50', 0):.0f} / {used.get('p90', 0):.0f}",
+                       help="nodes swapped in from the spare pool over the run")
+        cols[2].metric("Mean time between failures", fmt_duration(f.get("mtbf_s", 0.0)),
+                       help=f"whole job; profile {f.get('profile', '')}")
+        cols[3].metric("Checkpoint every", fmt_duration(f.get("checkpoint_interval_s", 0.0)))
+        cols[4].metric("Lost work (P50)", fmt_duration((f.get("lost_work_s") or {}).get("p50", 0.0)),
+                       help="steps redone after failures, since the last checkpoint")
+        if f.get("source"):
+            st.caption(f"Failure rates: {f['source']}")
+    hint = "not available in this result" if failures_on else \
+        "not available: turn on 'Simulate failures' (sidebar, Reliability)"
+    st.subheader("Timeline of the run")
+    figure("Job timeline", "job", "job_timeline_figure", r, available=bool(r.get("timeline")), missing=hint)
+    st.subheader("Time to train over failure samples")
+    figure("Time-to-train distribution", "job", "time_to_train_figure", r, available=bool(r.get("failures")),
+           missing=hint)
+    st.subheader("Power over time")
+    figure("Power timeline", "power", "power_timeline_figure", r,
+           available=bool((r.get("power") or {}).get("timeline")))

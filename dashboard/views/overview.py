@@ -1,0 +1,48 @@
+"""Overview page: headline numbers with units, the parallel plan, memory per GPU, countries."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from dashboard import cached
+from dashboard.panel import Context
+from dashboard.views import figure, needs_result
+from twin.figures import overview
+
+
+def render(ctx: Context) -> None:
+    if not needs_result(ctx):
+        return
+    r = ctx.result
+    baseline = cached.evaluate(ctx.base_raw)["result"] if ctx.changes and ctx.base_raw else None
+    metrics = overview.headline_metrics(r, baseline)
+    for start in range(0, len(metrics), 5):
+        for col, m in zip(st.columns(5), metrics[start:start + 5]):
+            col.metric(m.label, m.value, delta=m.delta, delta_color="inverse" if m.lower_is_better else "normal",
+                       help=m.help, border=True)
+    if baseline:
+        st.caption("Changes are against the scenario as written (knobs untouched).")
+    for warning in r.get("warnings", []):
+        st.warning(warning)
+
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        st.subheader("Parallel plan")
+        st.caption((r.get("plan") or {}).get("description", ""))
+        rows = overview.plan_rows(r)
+        st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3)
+    with right:
+        st.subheader("Memory per GPU")
+        st.plotly_chart(overview.memory_figure(r), key="fig.memory")
+        for advice in r.get("memory_advice", []):
+            st.caption(advice)
+    st.subheader("Carbon and energy cost by country")
+    st.caption(f"Facility energy {r['energy_facility_kwh'] / 1e3:,.1f} MWh (IT {r['energy_it_kwh'] / 1e3:,.1f} MWh "
+               f"× PUE {r['pue']:.2f}) at each country's grid intensity and electricity price.")
+    figure("Country comparison", "power", "country_comparison_figure", r,
+           available=bool((r.get("power") or {}).get("countries")), key="fig.countries")
+    st.dataframe(overview.country_rows(r), hide_index=True)
+    st.download_button("Download the result (JSON)", json.dumps(r, indent=2), file_name="result.json",
+                       mime="application/json")
