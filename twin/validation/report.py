@@ -70,6 +70,7 @@ def role_lines(summary: Summary) -> list[str]:
 def text(outcomes: list[Outcome], summary: Summary) -> str:
     parts = [table(case_rows(outcomes), CASE_HEADER), "", table(group_rows(summary), GROUP_HEADER), ""]
     parts += role_lines(summary)
+    parts += [f"  {o.case.id}: {o.detail}" for o in outcomes if o.status != "ok"]
     if summary.beyond_20:
         parts.append("beyond 20% (explained in docs/validation.md): " + ", ".join(summary.beyond_20))
     return "\n".join(parts)

@@ -112,6 +112,8 @@ def run_case(case: Case, efficiency: dict[str, float] | None = None, closed_form
             value = metric.extract(result)
     except TwinError as exc:
         return Outcome(case, None, "failed", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one broken case must not hide the others' results
+        return Outcome(case, None, "failed", f"{type(exc).__name__}: {exc}")
     return Outcome(case, float(value))
 
 
