@@ -26,7 +26,7 @@ def plan(p: int, m: int, v: int = 1, schedule: str = "1f1b", overlap: bool = Tru
 def equal_costs(p: int, v: int = 1, fwd: float = 1.0, bwd: float = 2.0, p2p: float = 0.0,
                 dp: float = 0.0, optimizer: float = 0.0, layers: int = 4) -> StepCosts:
     chunk = ChunkCost(fwd / v, bwd / v, 0.0, 0.0, layers)
-    return StepCosts([chunk] * (p * v), p2p, dp, 0.0, 0.0, optimizer)
+    return StepCosts([chunk] * (p * v), p2p, dp, 0.0, 0.0, 0.0, optimizer)
 
 
 @pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 32), (8, 16)])
@@ -64,7 +64,7 @@ def test_unequal_stages_lengthen_the_step():
     p, m = 4, 8
     light, heavy = ChunkCost(1.0, 2.0, 0, 0, 4), ChunkCost(1.5, 3.0, 0, 0, 4)     # embedding / LM head stages
     chunks = [heavy, light, light, heavy]
-    r = simulate_iteration(StepCosts(chunks, 0, 0, 0, 0, 0), plan(p, m)).breakdown
+    r = simulate_iteration(StepCosts(chunks, 0, 0, 0, 0, 0, 0), plan(p, m)).breakdown
     mean_u = sum(c.forward_s + c.backward_s for c in chunks) / p
     assert r.step_s > (m + p - 1) * mean_u                                   # longer than the equal-stage formula
     u = [c.forward_s + c.backward_s for c in chunks]

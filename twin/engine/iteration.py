@@ -112,7 +112,7 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
 
 def _costs_key(costs: StepCosts) -> tuple:
     return (tuple(astuple(c) for c in costs.chunks), costs.p2p_s, costs.dp_reduce_s, costs.dp_gather_s,
-            costs.zero3_per_microbatch_s, costs.optimizer_s)
+            costs.zero_forward_s, costs.zero_backward_s, costs.optimizer_s)
 
 
 def _plan_key(plan: ParallelPlan) -> tuple:
@@ -121,14 +121,15 @@ def _plan_key(plan: ParallelPlan) -> tuple:
 
 @lru_cache(maxsize=64)
 def _simulate_cached(costs_key: tuple, plan_key: tuple) -> IterationResult:
-    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero3_s, optimizer_s = costs_key
+    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s = costs_key
     schedule, p, v, m, overlap = plan_key
     chunks = [ChunkCost(*c) for c in chunks_raw]
-    return _simulate(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero3_s, optimizer_s, schedule, p, v, m, overlap)
+    return _simulate(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, schedule, p, v, m,
+                     overlap)
 
 
-def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gather_s: float, zero3_s: float,
-              optimizer_s: float, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
+def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gather_s: float, zero_fwd_s: float,
+              zero_bwd_s: float, optimizer_s: float, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
     env = simpy.Environment()
     n_chunks = p * v
     spans: list[Span] = []
@@ -147,7 +148,7 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
     busy = [0.0] * p
     comm_inside = [0.0] * p
     sends_s = [0.0] * p
-    zero3_extra = [0.0] * p
+    zero_extra = [0.0] * p   # sharded-state (ZeRO-2/3) traffic not hidden under a pass
     gather_wait = [0.0] * p
     in_flight_peak = [0] * p
 
@@ -183,8 +184,8 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
                 yield arrival(BACKWARD, g, j)
             start = env.now
             if direction == FORWARD:
-                duration = max(cost.forward_s, zero3_s / (2 * v))
-                zero3_extra[stage] += duration - cost.forward_s
+                duration = max(cost.forward_s, zero_fwd_s / v)
+                zero_extra[stage] += duration - cost.forward_s
                 comm_inside[stage] += cost.forward_comm_s
                 if overlap and dp_gather_s > 0 and k not in first_forward_done:
                     # The first forward of a chunk consumes its layers as the gather delivers them.
@@ -196,8 +197,8 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
                 first_forward_done.add(k)
                 held += 1
             else:
-                duration = max(cost.backward_s, zero3_s / (2 * v))
-                zero3_extra[stage] += duration - cost.backward_s
+                duration = max(cost.backward_s, zero_bwd_s / v)
+                zero_extra[stage] += duration - cost.backward_s
                 comm_inside[stage] += cost.backward_comm_s
                 held -= 1
             in_flight_peak[stage] = max(in_flight_peak[stage], held)
@@ -250,8 +251,8 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
     step_s = t + exposed_gather
 
     busiest = max(range(p), key=lambda s: busy[s] - gather_wait[s])
-    compute = busy[busiest] - comm_inside[busiest] - sends_s[busiest] - zero3_extra[busiest] - gather_wait[busiest]
-    dp_exposed = (barrier - pipeline_end) + exposed_gather + zero3_extra[busiest] + gather_wait[busiest]
+    compute = busy[busiest] - comm_inside[busiest] - sends_s[busiest] - zero_extra[busiest] - gather_wait[busiest]
+    dp_exposed = (barrier - pipeline_end) + exposed_gather + zero_extra[busiest] + gather_wait[busiest]
     bubble = step_s - compute - comm_inside[busiest] - sends_s[busiest] - dp_exposed - optimizer_s
     breakdown = StepBreakdown(
         step_s=step_s,

@@ -50,9 +50,10 @@ class ChunkCost:
 class StepCosts:
     chunks: list[ChunkCost]          # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
     p2p_s: float                     # one activation (or gradient) transfer between stages
-    dp_reduce_s: float               # gradient reduce-scatter (ZeRO ≥ 1) or all-reduce (ZeRO 0), per step
-    dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO ≥ 1), per step
-    zero3_per_microbatch_s: float    # ZeRO-3 parameter gathers and gradient scatters, per micro-batch
+    dp_reduce_s: float               # gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1), once per step
+    dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO-1/2), once per step
+    zero_forward_s: float            # ZeRO-3 parameter all-gather, every micro-batch's forward
+    zero_backward_s: float           # ZeRO-3 parameter all-gather and ZeRO-2/3 gradient reduce-scatter, every backward
     optimizer_s: float
 
     def stage_chunks(self, stage: int, pipeline: int) -> list[ChunkCost]:
@@ -148,19 +149,25 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     # training precision's 16 bits (fp32 for fp32 training).
     dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
     grad_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
-    reduce = comm.all_reduce_s if plan.zero == 0 else comm.reduce_scatter_s
-    dp_reduce = reduce(dense * grad_bytes, placement.data) + reduce(expert * grad_bytes, placement.expert_data)
-    dp_gather = 0.0
-    zero3 = 0.0
-    if plan.zero in (1, 2):
-        dp_gather = (comm.all_gather_s(dense * grad_bytes, placement.data)
-                     + comm.all_gather_s(expert * grad_bytes, placement.expert_data))
-    elif plan.zero == 3:
-        # Parameters gathered for forward and again for backward of every micro-batch.
-        gather = (comm.all_gather_s(dense * grad_bytes, placement.data)
-                  + comm.all_gather_s(expert * grad_bytes, placement.expert_data))
-        zero3 = 2 * gather
+    # ZeRO-2 and ZeRO-3 keep only a shard of the gradients, so every micro-batch's
+    # backward reduce-scatters them (DeepSpeed ZeRO-2/3, PyTorch FSDP FULL_SHARD);
+    # ZeRO-3 also gathers the parameters for every forward and again for every
+    # backward. ZeRO-0/1 accumulate whole gradients and reduce them once per step.
+    def over_dp(collective) -> float:
+        return (collective(dense * grad_bytes, placement.data)
+                + collective(expert * grad_bytes, placement.expert_data))
+
+    dp_reduce = dp_gather = zero_fwd = zero_bwd = 0.0
+    if plan.zero == 0:
+        dp_reduce = over_dp(comm.all_reduce_s)
+    elif plan.zero == 1:
+        dp_reduce, dp_gather = over_dp(comm.reduce_scatter_s), over_dp(comm.all_gather_s)
+    elif plan.zero == 2:
+        zero_bwd, dp_gather = over_dp(comm.reduce_scatter_s), over_dp(comm.all_gather_s)
+    else:
+        gather = over_dp(comm.all_gather_s)
+        zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s)
 
     shard = (dense / plan.data + expert / max(1, plan.data // plan.expert)) if plan.zero >= 1 else dense + expert
     optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
-    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero3, optimizer)
+    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero_fwd, zero_bwd, optimizer)

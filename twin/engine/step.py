@@ -64,8 +64,8 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     rows = stage_microbatch_s(costs, plan)
     per_mb = []
     for fwd, bwd, _comm, sends in rows:
-        zero3_exposed = max(0.0, costs.zero3_per_microbatch_s - (fwd + bwd))
-        per_mb.append(fwd + bwd + sends + zero3_exposed)
+        zero_exposed = max(0.0, costs.zero_forward_s - fwd) + max(0.0, costs.zero_backward_s - bwd)
+        per_mb.append(fwd + bwd + sends + zero_exposed)
     busiest = max(range(plan.pipeline), key=lambda i: per_mb[i])
     fill_drain = sum(per_mb) - per_mb[busiest]
     if plan.schedule == "interleaved":
@@ -77,7 +77,7 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
         dp_s = max(0.0, costs.dp_reduce_s - bwd) + max(0.0, costs.dp_gather_s - fwd)
     else:
         dp_s = costs.dp_reduce_s + costs.dp_gather_s
-    zero3_exposed = per_mb[busiest] - (fwd + bwd + sends)
+    zero_exposed = per_mb[busiest] - (fwd + bwd + sends)
     step_s = pipeline_s + dp_s + costs.optimizer_s
     return StepBreakdown(
         step_s=step_s,
@@ -85,7 +85,7 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
         tp_comm_s=m * comm,
         pp_comm_s=m * sends,
         bubble_s=pipeline_s - m * per_mb[busiest],
-        dp_comm_s=dp_s + m * zero3_exposed,
+        dp_comm_s=dp_s + m * zero_exposed,
         optimizer_s=costs.optimizer_s,
         bottleneck_stage=busiest,
     )
