@@ -142,8 +142,14 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
             bwd += 2 * head_fwd
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n))
 
-    p2p_bytes = tokens * h * act / (t if plan.sequence_parallel else 1)
-    p2p = comm.send_recv_s(p2p_bytes, placement.pipeline_crosses_nodes) if plan.pipeline > 1 else 0.0
+    # Pipeline sends: each tensor-parallel rank sends its 1/t slice of the b·s·h boundary
+    # activation (Megatron's scatter/gather optimisation, Narayanan et al. SC'21 §4.1); without
+    # sequence parallelism the receiving ranks all-gather the slices over NVLink.
+    p2p = 0.0
+    if plan.pipeline > 1:
+        p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline_crosses_nodes)
+        if not plan.sequence_parallel:
+            p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
 
     # Data parallelism over the fullest stage's parameters; gradients reduced in the
     # training precision's 16 bits (fp32 for fp32 training).
