@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from twin import catalog
 from twin.calibration import Efficiency
 from twin.engine.operators import OperatorModel
 from twin.engine.stage_costs import StepCosts, step_costs
@@ -90,8 +91,6 @@ def fabric_file(path: str | Path) -> dict:
 
 def catalog_names(kind: str) -> list[str]:
     """Entry names of one catalog ('nodes', 'models', 'failure_profiles', ...); [] where it has none."""
-    from twin import catalog
-
     try:
         return catalog.names(kind)
     except (OSError, ValueError):

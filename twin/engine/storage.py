@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.hardware.specs import ClusterSpec
+from twin.workload.memory import state_bytes_per_param
 
 
 def checkpoint_bytes_per_param(precision: str) -> float:
     """Weights in the training precision (fp8 runs keep bf16 master-copy weights) + fp32 optimizer states."""
-    if precision in ("fp32", "tf32"):
-        return 4.0 + 8.0            # fp32 weights are the master copy; Adam m and v
-    return 2.0 + 12.0               # 16-bit weights; fp32 master, m and v
+    weights, _gradients, optimizer = state_bytes_per_param("bf16" if precision == "fp8" else precision)
+    return weights + optimizer
 
 
 @dataclass(frozen=True)
