@@ -152,7 +152,9 @@ def test_same_scenario_same_numbers_and_seed_matters():
 
 
 def test_failures_off_means_ideal_time():
-    r = run_file(SUPERPOD)
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["failures"] = {"enabled": False}
+    r = run_dict(data)
     assert r.time_to_train_s == r.ideal_time_to_train_s
     assert r.interruptions == 0 and r.goodput == 1.0
     assert r.timeline["segments"] == [{"start_s": 0.0, "end_s": r.ideal_time_to_train_s, "phase": "train"}]
