@@ -72,13 +72,6 @@ class NodeSpec:
         """Everything in the node but the GPUs, at full load: max power less the GPUs' TDP."""
         return max(0.0, self.max_power_w - self.gpus * self.gpu.tdp_w)
 
-    @property
-    def intra_node_Bps(self) -> float:
-        """Per-GPU bandwidth to its node peers, one direction."""
-        if self.intra == "nvswitch":
-            return self.gpu.nvlink_per_direction_Bps
-        return self.pcie_Bps
-
 
 @dataclass(frozen=True)
 class FabricSpec:

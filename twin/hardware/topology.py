@@ -44,9 +44,6 @@ NVLINK_HOP_LATENCY_S = 0.3e-6
 PCIE_HOP_LATENCY_S = 0.5e-6
 SWITCH_HOP_LATENCY_S = 0.2e-6
 
-TIER_OF_KIND = {"gpu": 0, "nvswitch": 0, "pcie": 0, "host": 0, "nic": 0, "snic": 0,
-                "leaf": 1, "spine": 2, "core": 3, "ufm": 0, "sleaf": 1, "storage": 2}
-
 
 # ---------------------------------------------------------------------------
 # Nodes

@@ -157,19 +157,3 @@ def facility_energy_kwh(it_kwh: float, pue: float) -> float:
 
 def gpu_hours(gpus: int, seconds: float) -> float:
     return gpus * seconds / SECONDS_PER_HOUR
-
-
-# -- the first version's interface, kept for callers of power_draw -------------------------
-
-
-@dataclass(frozen=True)
-class PowerDraw:
-    gpu_w: float                 # one GPU, average over a step
-    node_w: float                # one training node, average
-    cluster_avg_w: float         # all nodes (no switches, no storage), average
-    cluster_peak_w: float        # all busy nodes at their limit
-
-
-def power_draw(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int) -> PowerDraw:
-    p = cluster_power(cluster, step, gpus_used)
-    return PowerDraw(p.step.gpu_avg_w, p.busy_node_w(), p.nodes_w, p.peak_w)
