@@ -247,16 +247,10 @@ class _Run:
         if component.replace:
             heapq.heappush(self.repairs, env.now + self.rng.exponential(spec.repair_mean_s))
             self.missing += 1
-        t_fail = env.now
         self.phase = RESTART
-        try:
-            yield env.timeout(spec.detection_s)
-        except simpy.Interrupt as again:
-            self._segment(t_fail, env.now, RESTART)
-            out.restart_s += env.now - t_fail
-            return again.cause
-        self._segment(t_fail, env.now, RESTART)
-        out.restart_s += env.now - t_fail
+        again = yield from self._restarting(spec.detection_s)
+        if again is not None:
+            return again
         # Fill the job back up from the spare pool; wait for repairs when it must.
         self._returns()
         while self.missing > 0:
@@ -279,17 +273,21 @@ class _Run:
         if spec.allow_shrink and self.failure_process is not None:
             self.failure_process.interrupt()    # the job's size may have changed: new failure rate
         self.phase = RESTART
-        t_restart = env.now
         self._event(env.now, "restart")
+        return (yield from self._restarting(spec.relaunch_s + spec.checkpoint.read_s))
+
+    def _restarting(self, duration_s: float):
+        """Spend ``duration_s`` restarting; a failure meanwhile cuts it short and is returned."""
+        env, out = self.env, self.out
+        start = env.now
+        cause = None
         try:
-            yield env.timeout(spec.relaunch_s + spec.checkpoint.read_s)
+            yield env.timeout(duration_s)
         except simpy.Interrupt as again:
-            self._segment(t_restart, env.now, RESTART)
-            out.restart_s += env.now - t_restart
-            return again.cause
-        self._segment(t_restart, env.now, RESTART)
-        out.restart_s += env.now - t_restart
-        return None
+            cause = again.cause
+        self._segment(start, env.now, RESTART)
+        out.restart_s += env.now - start
+        return cause
 
     def _blocks_done(self, t0: float, t1: float, train_s: float, ckpt_s: float, cycles: int, lag: float,
                      saved: int) -> None:
