@@ -57,9 +57,6 @@ PROTOCOLS = {
     "simple": Protocol(base_s=7e-6, nvlink_step_s=2e-6, network_step_s=6e-6, bandwidth=1.0),
     "ll": Protocol(base_s=6.6e-6, nvlink_step_s=0.5e-6, network_step_s=2.7e-6, bandwidth=0.25),
 }
-COLLECTIVE_BASE_LATENCY_S = PROTOCOLS["simple"].base_s
-NVLINK_STEP_LATENCY_S = PROTOCOLS["simple"].nvlink_step_s
-NETWORK_STEP_LATENCY_S = PROTOCOLS["simple"].network_step_s
 # NVLS has a larger fixed cost than a ring (switch multicast set-up; NCCL's tuning
 # model gives NVLS a base latency of tens of µs) and runs the Simple protocol only,
 # so small all-reduces stay on rings.

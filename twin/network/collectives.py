@@ -40,11 +40,6 @@ from twin.network.fabric import TIERS, Fabric, cluster_graph
 from twin.network.flows import max_min_rates
 from twin.workload.placement import GroupShape, Placement
 
-# Re-exported for callers of the first version.
-COLLECTIVE_BASE_LATENCY_S = alg.COLLECTIVE_BASE_LATENCY_S
-NVLINK_STEP_LATENCY_S = alg.NVLINK_STEP_LATENCY_S
-NETWORK_STEP_LATENCY_S = alg.NETWORK_STEP_LATENCY_S
-
 _TIER_NAMES = {TIERS.index("nvlink"): "node", TIERS.index("pcie"): "node", TIERS.index("nic"): "leaf",
                TIERS.index("leaf-spine"): "spine", TIERS.index("spine-core"): "core"}
 _REACH_ORDER = ("none", "node", "leaf", "spine", "core")
