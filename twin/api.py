@@ -90,11 +90,8 @@ def fabric_file(path: str | Path) -> dict:
 
 
 def catalog_names(kind: str) -> list[str]:
-    """Entry names of one catalog ('nodes', 'models', 'failure_profiles', ...); [] where it has none."""
-    try:
-        return catalog.names(kind)
-    except (OSError, ValueError):
-        return []
+    """Entry names of one catalog ('nodes', 'models', 'failure_profiles', ...)."""
+    return catalog.names(kind)
 
 
 def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
