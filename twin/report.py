@@ -40,7 +40,7 @@ def summary(r: Result) -> str:
                    f"mean time between failures {fmt_duration(f['mtbf_s'])}")
         out.append(f"Checkpoints   every {fmt_duration(f['checkpoint_interval_s'])} "
                    f"({f['checkpoint_bytes'] / 1e12:.2f} TB, write {fmt_duration(f['checkpoint_write_s'])}); "
-                   f"node swaps P50 {f['spares_used']['p50']:.0f} from a pool of {f['spare_nodes']} spares; "
+                   f"node swaps P50 {f['spares_used']['p50']:.0f} from a pool of {f['spare_nodes']} spare or idle nodes; "
                    f"work lost P50 {fmt_duration(f['lost_work_s']['p50'])}")
     out.append(f"GPU-hours     {r.gpu_hours:,.0f} GPU·h")
     infra = r.power.get("infrastructure", {})
