@@ -60,9 +60,9 @@ def build(scenario: Scenario) -> Built:
     placement = place(plan, cluster.node.gpus, tr.parallelism.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
     ops = OperatorModel(gpu, tr.precision, efficiency,
-                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w))
+                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
     comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, tr.attention, tr.precision)
+    costs = step_costs(model, plan, ops, comm, placement, tr.attention, tr.precision, tr.kernels)
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
     return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
 

@@ -1,8 +1,9 @@
 """The named efficiency parameters of the step-time model, read from catalog/data/calibration.yaml.
 
-Five fitted fractions (``Efficiency``) and one measured table, the maximum
+The named fractions (``Efficiency``) and two measured tables: the maximum
 achievable matmul throughput of each GPU as a fraction of its datasheet peak
-(``achievable_matmul_fraction``). ``benchmarks/calibrate.py`` refits the
+(``achievable_matmul_fraction``), and the speed of FlashAttention-2 on GPUs newer
+than the one it was written for (``flash2_speed_fraction``). ``benchmarks/calibrate.py`` refits the
 fractions on the calibration cases of ``twin/validation/cases``.
 """
 
@@ -25,6 +26,7 @@ class Efficiency:
     nvlink: float       # fraction of NVLink line rate reached as NCCL bus bandwidth
     network: float      # fraction of NIC line rate reached as NCCL bus bandwidth
     nvls: float         # fraction of NVLink line rate that NVLink SHARP all-reduce reaches (algorithm bandwidth)
+    overlap_compute: float  # fraction of its speed that compute keeps while a data-parallel collective runs beside it
 
     @classmethod
     def names(cls) -> list[str]:
@@ -49,3 +51,8 @@ def achievable_matmul_fraction(gpu: str, precision: str) -> float:
     table = catalog.table("calibration")["achievable_matmul"]
     row = table.get("bf16" if precision in _SAME_AS_BF16 else precision, {})
     return float(row.get(gpu, table["default"]))
+
+
+def flash2_speed_fraction(gpu: str) -> float:
+    """Speed of FlashAttention-2 on ``gpu`` ÷ the speed of the GPU's native fused attention (1 where FA2 is native)."""
+    return float(catalog.table("calibration")["flash2_speed_vs_native"].get(gpu, 1.0))

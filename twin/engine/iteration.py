@@ -112,7 +112,7 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
 
 def _costs_key(costs: StepCosts) -> tuple:
     return (tuple(astuple(c) for c in costs.chunks), costs.p2p_s, costs.dp_reduce_s, costs.dp_gather_s,
-            costs.zero_forward_s, costs.zero_backward_s, costs.optimizer_s)
+            costs.zero_forward_s, costs.zero_backward_s, costs.optimizer_s, costs.overlap_slowdown)
 
 
 def _plan_key(plan: ParallelPlan) -> tuple:
@@ -121,15 +121,17 @@ def _plan_key(plan: ParallelPlan) -> tuple:
 
 @lru_cache(maxsize=64)
 def _simulate_cached(costs_key: tuple, plan_key: tuple) -> IterationResult:
-    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s = costs_key
+    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, slowdown = costs_key
     schedule, p, v, m, overlap = plan_key
     chunks = [ChunkCost(*c) for c in chunks_raw]
-    return _simulate(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, schedule, p, v, m,
-                     overlap)
+    costs = StepCosts(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, slowdown)
+    return _simulate(costs, schedule, p, v, m, overlap)
 
 
-def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gather_s: float, zero_fwd_s: float,
-              zero_bwd_s: float, optimizer_s: float, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
+def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
+    chunks, p2p_s, optimizer_s = costs.chunks, costs.p2p_s, costs.optimizer_s
+    dp_reduce_s, dp_gather_s = costs.dp_reduce_s, costs.dp_gather_s
+    zero_fwd_s, zero_bwd_s = costs.zero_forward_s, costs.zero_backward_s
     env = simpy.Environment()
     n_chunks = p * v
     spans: list[Span] = []
@@ -148,7 +150,7 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
     busy = [0.0] * p
     comm_inside = [0.0] * p
     sends_s = [0.0] * p
-    zero_extra = [0.0] * p   # sharded-state (ZeRO-2/3) traffic not hidden under a pass
+    zero_extra = [0.0] * p   # data-parallel traffic not hidden under a pass, and compute slowed beside it
     gather_wait = [0.0] * p
     in_flight_peak = [0] * p
 
@@ -184,9 +186,15 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
                 yield arrival(BACKWARD, g, j)
             start = env.now
             if direction == FORWARD:
-                duration = max(cost.forward_s, zero_fwd_s / v)
+                duration = costs.overlapped_s(cost.forward_s, zero_fwd_s / v)
                 zero_extra[stage] += duration - cost.forward_s
                 comm_inside[stage] += cost.forward_comm_s
+                if overlap and dp_gather_s > 0 and start < gather_end_s(stage):
+                    # Compute is slowed while the gather (from the step's start) still runs beside it.
+                    beside = min(duration, gather_end_s(stage) - start)
+                    slowdown = costs.overlap_slowdown * beside
+                    gather_wait[stage] += slowdown
+                    duration += slowdown
                 if overlap and dp_gather_s > 0 and k not in first_forward_done:
                     # The first forward of a chunk consumes its layers as the gather delivers them.
                     per_layer = duration / max(1, cost.layers)
@@ -197,7 +205,7 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
                 first_forward_done.add(k)
                 held += 1
             else:
-                duration = max(cost.backward_s, zero_bwd_s / v)
+                duration = costs.overlapped_s(cost.backward_s, zero_bwd_s / v)
                 zero_extra[stage] += duration - cost.backward_s
                 comm_inside[stage] += cost.backward_comm_s
                 held -= 1
@@ -208,6 +216,11 @@ def _simulate(chunks: list[ChunkCost], p2p_s: float, dp_reduce_s: float, dp_gath
                 share = stage_dp_s * cost.layers / max(1, stage_layers[stage])
                 n = max(1, cost.layers)
                 if overlap:
+                    # compute slowed while the buckets reduce beside it; reduction that outlasts
+                    # the backward is exposed at the step's barrier below
+                    slowdown = costs.overlap_slowdown * min(duration, share)
+                    zero_extra[stage] += slowdown
+                    duration += slowdown
                     for i in range(n):
                         env.process(bucket(stage, start + (i + 1) * duration / n, share / n, g))
                 else:

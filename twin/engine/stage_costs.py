@@ -26,9 +26,20 @@ from twin.workload.plan import ParallelPlan, stage_layers
 STANDARD_ATTENTION_BYTES_PER_SCORE = 13.0
 # FlashAttention's backward does 2.5× the forward's matmul work (5 GEMMs vs 2; Dao 2023).
 FLASH_BACKWARD_FACTOR = 2.5
-# Memory-bound bytes per token and hidden unit in a layer's forward, 16-bit: two norms
-# (read + write 2h each = 8h) and two residual adds with dropout (12h).
-ELEMENTWISE_BYTES_PER_HIDDEN = 20.0
+# Memory-bound bytes per token in a layer's forward, by kernel style (``training.kernels``),
+# with 16-bit activations: per hidden unit for the norms and residual adds, per FFN unit for
+# the activation function.
+# fused (Megatron-LM, NeMo, Transformer Engine): two norms (read + write 2h each = 8h) and two
+# fused bias-dropout-add kernels (read 4h + write 2h each = 12h); GELU reads and writes f
+# (4f), fused SwiGLU reads 2f and writes f (6f).
+# eager (PyTorch eager under torch.autocast, fp32 master weights): the residual stream and
+# the norms run in fp32, so each norm reads and writes 4h and its output is cast to 16 bits
+# for the next GEMM (read 4h, write 2h): 14h each; each residual add reads the fp32 stream
+# and the 16-bit branch and writes fp32 (10h each); SwiGLU is two kernels, SiLU (read and
+# write 2f) and the product (read 4f, write 2f): 10f. No dropout kernels in either count
+# beyond the fused add's.
+ELEMENTWISE_BYTES_PER_HIDDEN = {"fused": 20.0, "eager": 48.0}
+ACTIVATION_BYTES_PER_FFN = {"fused": {"gelu": 4.0, "swiglu": 6.0}, "eager": {"gelu": 4.0, "swiglu": 10.0}}
 # Cross-entropy over the vocabulary in fp32: logits read, softmax written and read.
 LOSS_BYTES_PER_LOGIT = 12.0
 # Adam step per parameter of the local shard: fp32 grad read (4), master r/w (8),
@@ -55,13 +66,20 @@ class StepCosts:
     zero_forward_s: float            # ZeRO-3 parameter all-gather, every micro-batch's forward
     zero_backward_s: float           # ZeRO-3 parameter all-gather and ZeRO-2/3 gradient reduce-scatter, every backward
     optimizer_s: float
+    overlap_slowdown: float = 0.0    # extra time of compute per second of a data-parallel collective running beside it
+
+    def overlapped_s(self, compute_s: float, comm_s: float) -> float:
+        """Compute and a collective on its own stream, started together: the longer of the two,
+        with compute slowed while both run (1 / Efficiency.overlap_compute - 1 per second shared)."""
+        return max(comm_s, compute_s + self.overlap_slowdown * min(compute_s, comm_s))
 
     def stage_chunks(self, stage: int, pipeline: int) -> list[ChunkCost]:
         return self.chunks[stage::pipeline]
 
 
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, attention: str, precision: str) -> tuple[float, float, float, float]:
+                 placement: Placement, attention: str, precision: str,
+                 kernels: str = "fused") -> tuple[float, float, float, float]:
     """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
@@ -82,7 +100,7 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
     # Attention core: Q·Kᵀ and ·V over (a / t) heads.
     heads_local = a / t
-    if attention == "flash":
+    if attention != "standard":
         # FlashAttention skips the masked half of a causal s×s matrix.
         core_fwd = ops.attention_s(4.0 * b * s * s * h / t / 2)
         core_bwd = FLASH_BACKWARD_FACTOR * core_fwd
@@ -93,8 +111,8 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         core_bwd = 2.0 * core_fwd
 
     # Memory-bound kernels: norms, residuals, dropout (split by SP) and the activation function.
-    elementwise = ELEMENTWISE_BYTES_PER_HIDDEN * h / (t if plan.sequence_parallel else 1)
-    act_fn = (6.0 if model.activation == "swiglu" else 4.0) * f / t * model.top_k
+    elementwise = ELEMENTWISE_BYTES_PER_HIDDEN[kernels] * h / (t if plan.sequence_parallel else 1)
+    act_fn = ACTIVATION_BYTES_PER_FFN[kernels][model.activation] * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
 
     fwd = gemm + core_fwd + memory_fwd
@@ -119,12 +137,12 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, attention: str, precision: str) -> StepCosts:
+               placement: Placement, attention: str, precision: str, kernels: str = "fused") -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
     tokens = b * s
     act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, attention, precision)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, attention, precision, kernels)
 
     head_fwd = ops.matmul_s(tokens, v / t, h) + ops.memory_s(LOSS_BYTES_PER_LOGIT * tokens * v / t)
     embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
@@ -176,4 +194,5 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
 
     shard = (dense / plan.data + expert / max(1, plan.data // plan.expert)) if plan.zero >= 1 else dense + expert
     optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
-    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero_fwd, zero_bwd, optimizer)
+    slowdown = 1.0 / ops.efficiency.overlap_compute - 1.0
+    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero_fwd, zero_bwd, optimizer, slowdown)

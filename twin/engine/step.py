@@ -9,7 +9,9 @@ and interleaved 1F1B with v chunks per stage divides the fill/drain term by v.
 The bubble is T - m · max_i U_i, i.e. (p - 1)/m of the work for equal stages under
 1F1B and (p - 1)/(v·m) interleaved (Narayanan et al. SC'21 §2.2). Data-parallel
 gradient reduction overlaps the last micro-batch's backward when the plan says so;
-the optimizer step follows.
+the optimizer step follows. A pass of compute C beside a collective M on its own
+stream takes max(M, C + σ·min(C, M)), σ the slowdown of compute that shares the
+GPU with NCCL (``StepCosts.overlapped_s``).
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     rows = stage_microbatch_s(costs, plan)
     per_mb = []
     for fwd, bwd, _comm, sends in rows:
-        zero_exposed = max(0.0, costs.zero_forward_s - fwd) + max(0.0, costs.zero_backward_s - bwd)
-        per_mb.append(fwd + bwd + sends + zero_exposed)
+        per_mb.append(costs.overlapped_s(fwd, costs.zero_forward_s) + costs.overlapped_s(bwd, costs.zero_backward_s)
+                      + sends)
     busiest = max(range(plan.pipeline), key=lambda i: per_mb[i])
     fill_drain = sum(per_mb) - per_mb[busiest]
     if plan.schedule == "interleaved":
@@ -74,7 +76,7 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
 
     fwd, bwd, comm, sends = rows[busiest]
     if plan.overlap_grad_reduce:
-        dp_s = max(0.0, costs.dp_reduce_s - bwd) + max(0.0, costs.dp_gather_s - fwd)
+        dp_s = (costs.overlapped_s(bwd, costs.dp_reduce_s) - bwd) + (costs.overlapped_s(fwd, costs.dp_gather_s) - fwd)
     else:
         dp_s = costs.dp_reduce_s + costs.dp_gather_s
     zero_exposed = per_mb[busiest] - (fwd + bwd + sends)
