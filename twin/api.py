@@ -11,7 +11,7 @@ from pathlib import Path
 from twin import catalog
 from twin.calibration import Efficiency
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import StepCosts, step_costs
+from twin.engine.stage_costs import Implementation, StepCosts, step_costs
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import job_spec, job_summary, monte_carlo
 from twin.engine.step import StepBreakdown, step_time
@@ -62,7 +62,8 @@ def build(scenario: Scenario) -> Built:
     ops = OperatorModel(gpu, tr.precision, efficiency,
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
     comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, tr.attention, tr.precision, tr.kernels)
+    costs = step_costs(model, plan, ops, comm, placement,
+                       Implementation(tr.attention, tr.precision, tr.kernels, tr.autocast))
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
     return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
 

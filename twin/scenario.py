@@ -155,6 +155,7 @@ class Training(_Strict):
     precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = "bf16"
     attention: Literal["flash", "flash2", "standard"] = "flash"
     kernels: Literal["fused", "eager"] = "fused"
+    autocast: bool = False
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
 

@@ -42,9 +42,22 @@ ELEMENTWISE_BYTES_PER_HIDDEN = {"fused": 20.0, "eager": 48.0}
 ACTIVATION_BYTES_PER_FFN = {"fused": {"gelu": 4.0, "swiglu": 6.0}, "eager": {"gelu": 4.0, "swiglu": 10.0}}
 # Cross-entropy over the vocabulary in fp32: logits read, softmax written and read.
 LOSS_BYTES_PER_LOGIT = 12.0
+# torch.autocast keeps weights in fp32 and casts each GEMM's weight to 16 bits where it is
+# used: the forward (and its recomputation) reads 4 B and writes 2 B per weight, and the
+# backward casts the 16-bit weight gradient back to fp32 (read 2 B, write 4 B).
+AUTOCAST_CAST_BYTES_PER_PARAM = 6.0
 # Adam step per parameter of the local shard: fp32 grad read (4), master r/w (8),
 # m r/w (8), v r/w (8), 16-bit weight write (2).
 OPTIMIZER_BYTES_PER_PARAM = 30.0
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """How the framework runs the model: the scenario's kernel-level choices."""
+    attention: str = "flash"     # flash | flash2 | standard
+    precision: str = "bf16"
+    kernels: str = "fused"       # fused (Megatron-LM, NeMo) | eager (PyTorch eager)
+    autocast: bool = False       # fp32 weights cast per use by torch.autocast (PyTorch AMP)
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,9 @@ class StepCosts:
 
 
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, attention: str, precision: str,
-                 kernels: str = "fused") -> tuple[float, float, float, float]:
+                 placement: Placement, impl: Implementation) -> tuple[float, float, float, float]:
     """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
+    attention, precision, kernels = impl.attention, impl.precision, impl.kernels
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
     tokens = b * s
@@ -117,6 +130,11 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
     fwd = gemm + core_fwd + memory_fwd
     bwd = 2.0 * gemm + core_bwd + 2.0 * memory_fwd
+    if impl.autocast:
+        cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
+            model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))
+        fwd += cast
+        bwd += cast
 
     # Tensor parallelism: two all-reduces (or reduce-scatter + all-gather with SP, the
     # same traffic) forward and two backward, of the b·s·h activations.
@@ -137,14 +155,17 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, attention: str, precision: str, kernels: str = "fused") -> StepCosts:
+               placement: Placement, impl: Implementation) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
+    precision = impl.precision
     tokens = b * s
     act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, attention, precision, kernels)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, impl)
 
     head_fwd = ops.matmul_s(tokens, v / t, h) + ops.memory_s(LOSS_BYTES_PER_LOGIT * tokens * v / t)
+    if impl.autocast:
+        head_fwd += ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * v * h / t)
     embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
 
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
@@ -170,27 +191,29 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
             p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
 
     # Data parallelism over the fullest stage's parameters; gradients reduced in the
-    # training precision's 16 bits (fp32 for fp32 training).
+    # training precision's 16 bits (fp32 for fp32 training); parameters gathered in 16
+    # bits, or in fp32 where autocast keeps no 16-bit copy of them.
     dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
     grad_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
+    param_bytes = 4.0 if impl.autocast else grad_bytes
     # ZeRO-2 and ZeRO-3 keep only a shard of the gradients, so every micro-batch's
     # backward reduce-scatters them (DeepSpeed ZeRO-2/3, PyTorch FSDP FULL_SHARD);
     # ZeRO-3 also gathers the parameters for every forward and again for every
     # backward. ZeRO-0/1 accumulate whole gradients and reduce them once per step.
-    def over_dp(collective) -> float:
-        return (collective(dense * grad_bytes, placement.data)
-                + collective(expert * grad_bytes, placement.expert_data))
+    def over_dp(collective, bytes_per_param: float) -> float:
+        return (collective(dense * bytes_per_param, placement.data)
+                + collective(expert * bytes_per_param, placement.expert_data))
 
     dp_reduce = dp_gather = zero_fwd = zero_bwd = 0.0
     if plan.zero == 0:
-        dp_reduce = over_dp(comm.all_reduce_s)
+        dp_reduce = over_dp(comm.all_reduce_s, grad_bytes)
     elif plan.zero == 1:
-        dp_reduce, dp_gather = over_dp(comm.reduce_scatter_s), over_dp(comm.all_gather_s)
+        dp_reduce, dp_gather = over_dp(comm.reduce_scatter_s, grad_bytes), over_dp(comm.all_gather_s, param_bytes)
     elif plan.zero == 2:
-        zero_bwd, dp_gather = over_dp(comm.reduce_scatter_s), over_dp(comm.all_gather_s)
+        zero_bwd, dp_gather = over_dp(comm.reduce_scatter_s, grad_bytes), over_dp(comm.all_gather_s, param_bytes)
     else:
-        gather = over_dp(comm.all_gather_s)
-        zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s)
+        gather = over_dp(comm.all_gather_s, param_bytes)
+        zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s, grad_bytes)
 
     shard = (dense / plan.data + expert / max(1, plan.data // plan.expert)) if plan.zero >= 1 else dense + expert
     optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
