@@ -1,9 +1,9 @@
 """The twin against published training runs (twin/validation/cases, docs/validation.md).
 
 The per-group MAPE bounds below are the accuracy the twin has reached, with a
-small margin: a change that loses accuracy fails here. The calibration bound is
-the project's target (throughput MAPE ≤ 7% on calibration cases); the check
-bound is what the twin measures on runs it was never fitted on.
+small margin: a change that loses accuracy fails here. The two role bounds are
+the project's targets: throughput MAPE ≤ 7% on calibration cases and ≤ 10% on
+check cases, the runs no efficiency was fitted on.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ GROUP_MAPE_BOUNDS = {
     "llama-65b": 0.07,
     "nccl": 0.04,
     "bloom-2022": 0.10,
-    "llama3-405b": 0.15,
+    "llama3-405b": 0.10,
     "mt-nlg-2022": 0.30,
-    "mpt-llm-foundry": 0.23,
+    "mpt-llm-foundry": 0.09,
     "nemo-h100-fp8": 0.09,
-    "torchtitan-a100": 0.13,
-    "power": 0.15,
+    "torchtitan-a100": 0.07,
+    "power": 0.10,
 }
 CALIBRATION_THROUGHPUT_TARGET = 0.07
-CHECK_THROUGHPUT_BOUND = 0.18
+CHECK_THROUGHPUT_TARGET = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,9 @@ def test_calibration_throughput_meets_target(summary):
     assert summary.throughput_mape["calibration"] <= CALIBRATION_THROUGHPUT_TARGET
 
 
-def test_check_throughput_does_not_regress(summary):
-    assert summary.throughput_cases["check"] >= 10
-    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_BOUND
+def test_check_throughput_meets_target(summary):
+    assert summary.throughput_cases["check"] >= 27
+    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_TARGET
 
 
 @pytest.mark.parametrize("group", sorted(GROUP_MAPE_BOUNDS))

@@ -1,0 +1,131 @@
+"""How the framework runs the model: attention kernel, eager kernels, torch.autocast, and
+compute that shares the GPU with an overlapped collective. Each against hand arithmetic."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from twin.api import build, run_dict
+from twin.calibration import Efficiency
+from twin.engine.iteration import simulate_iteration
+from twin.engine.stage_costs import ChunkCost, StepCosts, _layer_costs, Implementation
+from twin.engine.step import step_time
+from twin.errors import ScenarioError
+from twin.scenario import parse_scenario
+from twin.workload.plan import ParallelPlan
+from tests.conftest import BASE
+
+
+def built(**training):
+    data = copy.deepcopy(BASE)
+    data["training"].update(training)
+    return build(parse_scenario(data))
+
+
+def layer(b, **impl) -> tuple[float, float, float, float]:
+    tr = b.scenario.training
+    chosen = {"attention": tr.attention, "precision": tr.precision, "kernels": tr.kernels,
+              "autocast": tr.autocast, **impl}
+    return _layer_costs(b.model, b.plan, b.ops, b.comm, b.placement, Implementation(**chosen))
+
+
+@pytest.mark.parametrize("node,ratio", [("dgx-h100", 0.35 / 0.75), ("dgx-a100-80gb", 1.0)])
+def test_flash2_runs_at_the_fa3_papers_ratio_on_hopper_and_natively_on_ampere(node, ratio):
+    """FlashAttention-3 paper: FA2 reaches 35% of H100 peak where FA3 reaches 75%; on A100 FA2 is native."""
+    data = copy.deepcopy(BASE)
+    data["cluster"]["node"] = node
+    native = build(parse_scenario(data)).ops
+    data["training"]["attention"] = "flash2"
+    fa2 = build(parse_scenario(data)).ops
+    assert fa2.attention_flops / native.attention_flops == pytest.approx(ratio, rel=1e-3)
+    assert fa2.matmul_flops == native.matmul_flops
+
+
+def test_eager_kernels_add_the_counted_bytes():
+    """Llama 2 7B (SwiGLU), TP1: eager moves (48 - 20)·h + (10 - 6)·f more bytes per token forward."""
+    b = built()
+    fused_fwd, fused_bwd, _, _ = layer(b, kernels="fused")
+    eager_fwd, eager_bwd, _, _ = layer(b, kernels="eager")
+    h, f, tokens = b.model.hidden, b.model.ffn_hidden, b.plan.microbatch * b.plan.seq_len
+    extra = b.ops.memory_s(tokens * (28 * h + 4 * f))          # 16-bit: act / 2 = 1
+    assert eager_fwd - fused_fwd == pytest.approx(extra, rel=1e-9)
+    assert eager_bwd - fused_bwd == pytest.approx(2 * extra, rel=1e-9)
+
+
+def test_autocast_casts_every_weight_forward_and_its_gradient_backward():
+    b = built(parallelism={"tensor": 1, "pipeline": 1, "recompute": "selective"})
+    plain_fwd, plain_bwd, _, _ = layer(b, autocast=False)
+    amp_fwd, amp_bwd, _, _ = layer(b, autocast=True)
+    weights = b.model.dense_params_per_layer + b.model.expert_params_per_layer     # a dense FFN is one expert
+    cast = b.ops.memory_s(6.0 * weights)                                         # read 4 B + write 2 B each
+    assert amp_fwd - plain_fwd == pytest.approx(cast, rel=1e-9)
+    assert amp_bwd - plain_bwd == pytest.approx(cast, rel=1e-9)
+    # full recomputation runs the forward, and so its casts, a second time
+    full = built(parallelism={"tensor": 1, "pipeline": 1, "recompute": "full"})
+    assert layer(full, autocast=True)[1] - layer(full, autocast=False)[1] == pytest.approx(2 * cast, rel=1e-9)
+
+
+def test_autocast_under_zero3_gathers_fp32_weights():
+    zero3 = {"tensor": 1, "pipeline": 1, "zero": 3}
+    data = copy.deepcopy(BASE)
+    data["training"]["parallelism"] = zero3
+    plain = build(parse_scenario(data)).costs
+    data["training"]["autocast"] = True
+    amp = build(parse_scenario(data)).costs
+    # twice the bytes: close to twice the time for a multi-GB gather (latency terms aside)
+    assert amp.zero_forward_s / plain.zero_forward_s == pytest.approx(2.0, rel=0.02)
+    reduce_plain = plain.zero_backward_s - plain.zero_forward_s
+    reduce_amp = amp.zero_backward_s - amp.zero_forward_s
+    assert reduce_amp == pytest.approx(reduce_plain)            # gradients still reduced in 16 bits
+
+
+def test_unknown_kernel_names_are_rejected_with_what_is_allowed():
+    data = copy.deepcopy(BASE)
+    data["training"]["attention"] = "flash3"
+    with pytest.raises(ScenarioError, match="training.attention"):
+        parse_scenario(data)
+    data["training"]["attention"] = "flash"
+    data["training"]["kernels"] = "compiled"
+    with pytest.raises(ScenarioError, match="training.kernels"):
+        parse_scenario(data)
+
+
+@pytest.mark.parametrize("compute,comm,expected", [(1.0, 0.5, 1.0 + 0.5 * 0.25), (1.0, 3.0, 3.0),
+                                                    (1.0, 1.0, 1.25), (2.0, 0.0, 2.0)])
+def test_compute_beside_a_collective_by_hand(compute, comm, expected):
+    costs = StepCosts([], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, overlap_slowdown=0.25)
+    assert costs.overlapped_s(compute, comm) == pytest.approx(expected)
+
+
+def test_overlap_slowdown_is_the_cited_measurement():
+    """arXiv:2507.03114: compute overlapped with communication runs 18.9% slower on average."""
+    eff = Efficiency.calibrated()
+    assert 1.0 / eff.overlap_compute - 1.0 == pytest.approx(0.189, abs=1e-3)
+    assert built().costs.overlap_slowdown == pytest.approx(1.0 / eff.overlap_compute - 1.0)
+
+
+def zero3_plan(m: int) -> ParallelPlan:
+    return ParallelPlan(tensor=1, pipeline=1, data=8, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
+                        sequence_parallel=False, recompute="none", zero=3, overlap_grad_reduce=True,
+                        global_batch=8 * m, seq_len=1)
+
+
+def test_zero3_traffic_slows_each_pass_in_both_engines():
+    """Forward 1 s beside a 0.4 s gather, backward 2 s beside 0.8 s: each pass +σ·traffic, σ = 0.25."""
+    chunk = ChunkCost(1.0, 2.0, 0.0, 0.0, 4)
+    costs = StepCosts([chunk], 0.0, 0.0, 0.0, 0.4, 0.8, 0.0, overlap_slowdown=0.25)
+    m = 3
+    expected = m * (1.0 + 0.25 * 0.4 + 2.0 + 0.25 * 0.8)
+    assert step_time(costs, zero3_plan(m)).step_s == pytest.approx(expected)
+    assert simulate_iteration(costs, zero3_plan(m)).breakdown.step_s == pytest.approx(expected)
+
+
+def test_contention_never_speeds_a_run_and_vanishes_when_compute_keeps_its_speed():
+    data = copy.deepcopy(BASE)
+    data["training"]["parallelism"] = {"tensor": 1, "pipeline": 1, "zero": 3}
+    free = run_dict({**data, "efficiency": {"overlap_compute": 1.0}})
+    shared = run_dict(data)
+    assert shared.step_time_s > free.step_time_s
+    assert free.step_breakdown_s["dp_comm"] == pytest.approx(0.0, abs=1e-9)   # traffic fully hidden
