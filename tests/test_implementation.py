@@ -10,7 +10,7 @@ import pytest
 from twin.api import build, run_dict
 from twin.calibration import Efficiency
 from twin.engine.iteration import simulate_iteration
-from twin.engine.stage_costs import ChunkCost, StepCosts, _layer_costs, Implementation
+from twin.engine.stage_costs import ChunkCost, Implementation, StepCosts, _layer_costs, elementwise_bytes
 from twin.engine.step import step_time
 from twin.errors import ScenarioError
 from twin.scenario import parse_scenario
@@ -43,13 +43,25 @@ def test_flash2_runs_at_the_fa3_papers_ratio_on_hopper_and_natively_on_ampere(no
     assert fa2.matmul_flops == native.matmul_flops
 
 
+@pytest.mark.parametrize("norm,activation,kernels,autocast,expected", [
+    ("layernorm", "gelu", "fused", False, (20.0, 4.0)),       # Megatron: 2 norms 4h + 2 fused adds 6h
+    ("rmsnorm", "swiglu", "fused", False, (20.0, 6.0)),
+    ("layernorm", "gelu", "eager", True, (48.0, 4.0)),        # fp32 stream: 2 × 14h + 2 × 10h
+    ("layernorm", "gelu", "eager", False, (20.0, 4.0)),       # PyTorch LayerNorm is one kernel
+    ("rmsnorm", "swiglu", "eager", False, (84.0, 10.0)),      # 2 × 36h (five kernels, fp32) + 2 × 6h
+    ("rmsnorm", "swiglu", "eager", True, (88.0, 10.0)),
+])
+def test_elementwise_bytes_by_hand(norm, activation, kernels, autocast, expected):
+    assert elementwise_bytes(norm, activation, kernels, autocast) == expected
+
+
 def test_eager_kernels_add_the_counted_bytes():
-    """Llama 2 7B (SwiGLU), TP1: eager moves (48 - 20)·h + (10 - 6)·f more bytes per token forward."""
+    """Llama 2 7B (RMSNorm, SwiGLU), TP1: eager moves (84 - 20)·h + (10 - 6)·f more bytes per token forward."""
     b = built()
     fused_fwd, fused_bwd, _, _ = layer(b, kernels="fused")
     eager_fwd, eager_bwd, _, _ = layer(b, kernels="eager")
     h, f, tokens = b.model.hidden, b.model.ffn_hidden, b.plan.microbatch * b.plan.seq_len
-    extra = b.ops.memory_s(tokens * (28 * h + 4 * f))          # 16-bit: act / 2 = 1
+    extra = b.ops.memory_s(tokens * (64 * h + 4 * f))          # 16-bit: act / 2 = 1
     assert eager_fwd - fused_fwd == pytest.approx(extra, rel=1e-9)
     assert eager_bwd - fused_bwd == pytest.approx(2 * extra, rel=1e-9)
 
@@ -60,11 +72,14 @@ def test_autocast_casts_every_weight_forward_and_its_gradient_backward():
     amp_fwd, amp_bwd, _, _ = layer(b, autocast=True)
     weights = b.model.dense_params_per_layer + b.model.expert_params_per_layer     # a dense FFN is one expert
     cast = b.ops.memory_s(6.0 * weights)                                         # read 4 B + write 2 B each
-    assert amp_fwd - plain_fwd == pytest.approx(cast, rel=1e-9)
-    assert amp_bwd - plain_bwd == pytest.approx(cast, rel=1e-9)
+    h, tokens = b.model.hidden, b.plan.microbatch * b.plan.seq_len
+    stream = b.ops.memory_s(tokens * (48.0 - 20.0) * h)      # fused norms on an fp32 stream: 48h, not 20h
+    assert amp_fwd - plain_fwd == pytest.approx(cast + stream, rel=1e-9)
+    assert amp_bwd - plain_bwd == pytest.approx(cast + 2 * stream, rel=1e-9)
     # full recomputation runs the forward, and so its casts, a second time
     full = built(parallelism={"tensor": 1, "pipeline": 1, "recompute": "full"})
-    assert layer(full, autocast=True)[1] - layer(full, autocast=False)[1] == pytest.approx(2 * cast, rel=1e-9)
+    extra_bwd = layer(full, autocast=True)[1] - layer(full, autocast=False)[1]
+    assert extra_bwd == pytest.approx(2 * cast + 3 * stream, rel=1e-9)
 
 
 def test_autocast_under_zero3_gathers_fp32_weights():

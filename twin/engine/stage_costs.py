@@ -26,19 +26,23 @@ from twin.workload.plan import ParallelPlan, stage_layers
 STANDARD_ATTENTION_BYTES_PER_SCORE = 13.0
 # FlashAttention's backward does 2.5× the forward's matmul work (5 GEMMs vs 2; Dao 2023).
 FLASH_BACKWARD_FACTOR = 2.5
-# Memory-bound bytes per token in a layer's forward, by kernel style (``training.kernels``),
-# with 16-bit activations: per hidden unit for the norms and residual adds, per FFN unit for
-# the activation function.
-# fused (Megatron-LM, NeMo, Transformer Engine): two norms (read + write 2h each = 8h) and two
-# fused bias-dropout-add kernels (read 4h + write 2h each = 12h); GELU reads and writes f
-# (4f), fused SwiGLU reads 2f and writes f (6f).
-# eager (PyTorch eager under torch.autocast, fp32 master weights): the residual stream and
-# the norms run in fp32, so each norm reads and writes 4h and its output is cast to 16 bits
-# for the next GEMM (read 4h, write 2h): 14h each; each residual add reads the fp32 stream
-# and the 16-bit branch and writes fp32 (10h each); SwiGLU is two kernels, SiLU (read and
-# write 2f) and the product (read 4f, write 2f): 10f. No dropout kernels in either count
-# beyond the fused add's.
-ELEMENTWISE_BYTES_PER_HIDDEN = {"fused": 20.0, "eager": 48.0}
+# Memory-bound bytes per token in a layer's forward, per hidden unit (norms, residual adds)
+# or FFN unit (activation function), with 16-bit activations (``elementwise_bytes``).
+# Norm, one kernel (Megatron/Apex/TE fused norms; PyTorch's own LayerNorm): read and write
+# the 16-bit stream, 4h. Under torch.autocast the residual stream is fp32 and the norm runs
+# in fp32: read 4h, write 4h, then the next GEMM casts its input to 16 bits (read 4h,
+# write 2h): 14h.
+NORM_BYTES = {False: 4.0, True: 14.0}                       # by autocast
+# RMSNorm as eager PyTorch code writes it (Meta's reference, Hugging Face, torchtitan's
+# "rmsnorm"): upcast to fp32 (r2 w4), square (r4 w4), mean (r4), scale (r4 w4), downcast
+# (r4 w2), times the weight (r2 w2): 36h. Under autocast the stream is already fp32: no
+# upcast, an fp32 weight product (r4 w4) and the GEMM's input cast (r4 w2): 34h.
+EAGER_RMSNORM_BYTES = {False: 36.0, True: 34.0}
+# Residual add (Megatron's fused bias-dropout-add, or a plain add): read the stream and the
+# branch, write the stream: 6h in 16 bits; 10h with an fp32 stream under autocast.
+RESIDUAL_BYTES = {False: 6.0, True: 10.0}
+# Activation function: GELU reads and writes f (4f); SwiGLU fused reads 2f and writes f
+# (6f), eager is SiLU (read and write 2f: 4f) and the product (read 4f, write 2f: 6f).
 ACTIVATION_BYTES_PER_FFN = {"fused": {"gelu": 4.0, "swiglu": 6.0}, "eager": {"gelu": 4.0, "swiglu": 10.0}}
 # Cross-entropy over the vocabulary in fp32: logits read, softmax written and read.
 LOSS_BYTES_PER_LOGIT = 12.0
@@ -51,13 +55,23 @@ AUTOCAST_CAST_BYTES_PER_PARAM = 6.0
 OPTIMIZER_BYTES_PER_PARAM = 30.0
 
 
+def elementwise_bytes(norm: str, activation: str, kernels: str, autocast: bool) -> tuple[float, float]:
+    """Forward bytes per token of a layer's memory-bound kernels: (per hidden unit, per FFN unit).
+
+    Two norms and two residual adds per layer, one activation function; 16-bit activations.
+    """
+    eager_rms = kernels == "eager" and norm == "rmsnorm"
+    norm_bytes = EAGER_RMSNORM_BYTES[autocast] if eager_rms else NORM_BYTES[autocast]
+    return 2 * norm_bytes + 2 * RESIDUAL_BYTES[autocast], ACTIVATION_BYTES_PER_FFN[kernels][activation]
+
+
 @dataclass(frozen=True)
 class Implementation:
     """How the framework runs the model: the scenario's kernel-level choices."""
     attention: str = "flash"     # flash | flash2 | standard
     precision: str = "bf16"
     kernels: str = "fused"       # fused (Megatron-LM, NeMo) | eager (PyTorch eager)
-    autocast: bool = False       # fp32 weights cast per use by torch.autocast (PyTorch AMP)
+    autocast: bool = False       # fp32 weights and residual stream under torch.autocast (PyTorch AMP)
 
 
 @dataclass(frozen=True)
@@ -124,8 +138,9 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         core_bwd = 2.0 * core_fwd
 
     # Memory-bound kernels: norms, residuals, dropout (split by SP) and the activation function.
-    elementwise = ELEMENTWISE_BYTES_PER_HIDDEN[kernels] * h / (t if plan.sequence_parallel else 1)
-    act_fn = ACTIVATION_BYTES_PER_FFN[kernels][model.activation] * f / t * model.top_k
+    per_hidden, per_ffn = elementwise_bytes(model.norm, model.activation, kernels, impl.autocast)
+    elementwise = per_hidden * h / (t if plan.sequence_parallel else 1)
+    act_fn = per_ffn * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
 
     fwd = gemm + core_fwd + memory_fwd
