@@ -31,7 +31,8 @@ GROUP_MAPE_BOUNDS = {
     "bloom-2022": 0.10,
     "llama3-405b": 0.10,
     "mt-nlg-2022": 0.30,
-    "mpt-llm-foundry": 0.09,
+    "mpt-llm-foundry": 0.08,
+    "mpt-llm-foundry-long": 0.12,
     "nemo-h100-fp8": 0.09,
     "torchtitan-a100": 0.07,
     "power": 0.10,
@@ -82,7 +83,7 @@ def test_calibration_throughput_meets_target(summary):
 
 
 def test_check_throughput_meets_target(summary):
-    assert summary.throughput_cases["check"] >= 27
+    assert summary.throughput_cases["check"] >= 37
     assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_TARGET
 
 

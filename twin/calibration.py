@@ -2,8 +2,8 @@
 
 The named fractions (``Efficiency``) and two measured tables: the maximum
 achievable matmul throughput of each GPU as a fraction of its datasheet peak
-(``achievable_matmul_fraction``), and the speed of FlashAttention-2 on GPUs newer
-than the one it was written for (``flash2_speed_fraction``). ``benchmarks/calibrate.py`` refits the
+(``achievable_matmul_fraction``), and the speed of older fused-attention kernels
+(``flash2_peak_fraction``, ``flash1_speed_vs_flash2``). ``benchmarks/calibrate.py`` refits the
 fractions on the calibration cases of ``twin/validation/cases``.
 """
 
@@ -53,6 +53,12 @@ def achievable_matmul_fraction(gpu: str, precision: str) -> float:
     return float(row.get(gpu, table["default"]))
 
 
-def flash2_speed_fraction(gpu: str) -> float:
-    """Speed of FlashAttention-2 on ``gpu`` ÷ the speed of the GPU's native fused attention (1 where FA2 is native)."""
-    return float(catalog.table("calibration")["flash2_speed_vs_native"].get(gpu, 1.0))
+def flash2_peak_fraction(gpu: str) -> float | None:
+    """Fraction of ``gpu``'s dense peak that FlashAttention-2 reaches where it is not the native kernel, else None."""
+    value = catalog.table("calibration")["flash2_peak_fraction"].get(gpu)
+    return None if value is None else float(value)
+
+
+def flash1_speed_vs_flash2() -> float:
+    """Speed of FlashAttention-1 (and its Triton port) ÷ FlashAttention-2's on the same GPU."""
+    return float(catalog.table("calibration")["flash1_speed_vs_flash2"]["value"])

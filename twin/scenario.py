@@ -153,7 +153,7 @@ class Training(_Strict):
     seq_len: PositiveInt
     global_batch: PositiveInt
     precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = "bf16"
-    attention: Literal["flash", "flash2", "standard"] = "flash"
+    attention: Literal["flash", "flash2", "flash1", "standard"] = "flash"
     kernels: Literal["fused", "eager"] = "fused"
     autocast: bool = False
     parallelism: Parallelism = Parallelism()

@@ -10,15 +10,16 @@ reaches at the clock the GPU holds under load: 86.9% of peak on A100, 80.3% on
 H100, catalog calibration.yaml ``achievable_matmul``); the efficiency is the
 named, calibrated share of it that a training step's kernels sustain
 (``Efficiency.matmul`` for GEMMs, ``Efficiency.attention`` for the GPU's native
-fused attention). FlashAttention-2 on a Hopper GPU runs at a measured fraction of
-the native kernel's speed (catalog calibration.yaml ``flash2_speed_vs_native``).
+fused attention). Older kernels run at published rates: FlashAttention-2 on
+Hopper at a fixed fraction of peak, FlashAttention-1 at half FlashAttention-2's
+speed (catalog calibration.yaml ``flash2_peak_fraction``, ``flash1_speed_vs_flash2``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.calibration import Efficiency, achievable_matmul_fraction, flash2_speed_fraction
+from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction
 from twin.hardware.specs import GPUSpec
 
 # Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
@@ -36,7 +37,7 @@ class OperatorModel:
     precision: str
     efficiency: Efficiency
     power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
-    attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 (FlashAttention-2) | standard
+    attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | standard
 
     @property
     def matmul_flops(self) -> float:
@@ -47,8 +48,14 @@ class OperatorModel:
     def attention_flops(self) -> float:
         """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8)."""
         precision = "bf16" if self.precision == "fp8" else self.precision
-        kernel = flash2_speed_fraction(self.gpu.name) if self.attention_kernel == "flash2" else 1.0
-        return self.achievable_flops(precision) * self.efficiency.attention * kernel * self.power_cap_factor
+        rate = self.achievable_flops(precision) * self.efficiency.attention
+        if self.attention_kernel in ("flash2", "flash1"):
+            legacy = flash2_peak_fraction(self.gpu.name)
+            if legacy is not None:
+                rate = min(rate, self.gpu.peak(precision) * legacy)
+            if self.attention_kernel == "flash1":
+                rate *= flash1_speed_vs_flash2()
+        return rate * self.power_cap_factor
 
     def achievable_flops(self, precision: str) -> float:
         """The GPU's measured maximum achievable matmul FLOP/s at ``precision``."""

@@ -68,7 +68,7 @@ def elementwise_bytes(norm: str, activation: str, kernels: str, autocast: bool) 
 @dataclass(frozen=True)
 class Implementation:
     """How the framework runs the model: the scenario's kernel-level choices."""
-    attention: str = "flash"     # flash | flash2 | standard
+    attention: str = "flash"     # flash | flash2 | flash1 | standard
     precision: str = "bf16"
     kernels: str = "fused"       # fused (Megatron-LM, NeMo) | eager (PyTorch eager)
     autocast: bool = False       # fp32 weights and residual stream under torch.autocast (PyTorch AMP)
