@@ -119,6 +119,12 @@ def test_unknown_kernel_names_are_rejected_with_what_is_allowed():
         parse_scenario(data)
 
 
+def test_autocast_needs_a_lower_training_precision():
+    with pytest.raises(ScenarioError, match="training.autocast"):
+        built(precision="fp32", autocast=True)
+    assert built(precision="fp16", autocast=True).costs.zero_forward_s >= 0
+
+
 @pytest.mark.parametrize("compute,comm,expected", [(1.0, 0.5, 1.0 + 0.5 * 0.25), (1.0, 3.0, 3.0),
                                                     (1.0, 1.0, 1.25), (2.0, 0.0, 2.0)])
 def test_compute_beside_a_collective_by_hand(compute, comm, expected):

@@ -56,6 +56,9 @@ def build(scenario: Scenario) -> Built:
         supported = ", ".join(p for p in ("bf16", "fp16", "fp8", "tf32", "fp32") if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
+    if tr.autocast and tr.precision in ("fp32", "tf32"):
+        raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
+                            f"{tr.precision}; allowed with bf16, fp16 or fp8")
     plan = resolve_plan(tr.parallelism, model, cluster, tr.global_batch, tr.seq_len)
     placement = place(plan, cluster.node.gpus, tr.parallelism.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
