@@ -26,8 +26,7 @@ def built(**training):
 
 def layer(b, **impl) -> tuple[float, float, float, float]:
     tr = b.scenario.training
-    chosen = {"attention": tr.attention, "precision": tr.precision, "kernels": tr.kernels,
-              "autocast": tr.autocast, **impl}
+    chosen = {"kernels": tr.kernels, "autocast": tr.autocast, **impl}
     return _layer_costs(b.model, b.plan, b.ops, b.comm, b.placement, Implementation(**chosen))
 
 

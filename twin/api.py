@@ -66,7 +66,7 @@ def build(scenario: Scenario) -> Built:
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
     comm = CommModel(cluster, efficiency, placement)
     costs = step_costs(model, plan, ops, comm, placement,
-                       Implementation(tr.attention, tr.precision, tr.kernels, tr.autocast))
+                       Implementation(tr.kernels, tr.autocast))
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
     return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
 

@@ -67,9 +67,8 @@ def elementwise_bytes(norm: str, activation: str, kernels: str, autocast: bool) 
 
 @dataclass(frozen=True)
 class Implementation:
-    """How the framework runs the model: the scenario's kernel-level choices."""
-    attention: str = "flash"     # flash | flash2 | flash1 | standard
-    precision: str = "bf16"
+    """How the framework runs the model's memory-bound work (the precision and the
+    attention kernel are the operator model's)."""
     kernels: str = "fused"       # fused (Megatron-LM, NeMo) | eager (PyTorch eager)
     autocast: bool = False       # fp32 weights and residual stream under torch.autocast (PyTorch AMP)
 
@@ -107,7 +106,7 @@ class StepCosts:
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
                  placement: Placement, impl: Implementation) -> tuple[float, float, float, float]:
     """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
-    attention, precision, kernels = impl.attention, impl.precision, impl.kernels
+    attention, precision, kernels = ops.attention_kernel, ops.precision, impl.kernels
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
     tokens = b * s
@@ -173,7 +172,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
                placement: Placement, impl: Implementation) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
-    precision = impl.precision
+    precision = ops.precision
     tokens = b * s
     act = activation_bytes_per_element(precision)
     fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, impl)
@@ -209,8 +208,8 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     # training precision's 16 bits (fp32 for fp32 training); parameters gathered in 16
     # bits, or in fp32 where autocast keeps no 16-bit copy of them.
     dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
-    grad_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
-    param_bytes = 4.0 if impl.autocast else grad_bytes
+    grad_bytes = act                     # one element of the training precision: 2 B, or 4 B for fp32
+    param_bytes = activation_bytes_per_element("fp32") if impl.autocast else grad_bytes
     # ZeRO-2 and ZeRO-3 keep only a shard of the gradients, so every micro-batch's
     # backward reduce-scatters them (DeepSpeed ZeRO-2/3, PyTorch FSDP FULL_SHARD);
     # ZeRO-3 also gathers the parameters for every forward and again for every
