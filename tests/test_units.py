@@ -3,7 +3,7 @@
 import pytest
 
 from twin.errors import ScenarioError
-from twin.units import JOULES_PER_KWH, fmt_bytes, parse_price_per_kwh, parse_quantity
+from twin.units import JOULES_PER_KWH, fmt_bytes, fmt_count, parse_price_per_kwh, parse_quantity
 
 
 @pytest.mark.parametrize("text, expected_Bps", [
@@ -83,3 +83,9 @@ def test_bad_units_name_the_field(value, dimension):
 
 def test_fmt_bytes_uses_binary_prefixes():
     assert fmt_bytes(80 * 2**30) == "80.0 GiB"
+
+
+@pytest.mark.parametrize("value,text", [(2e12, "2T"), (1.4e12, "1.4T"), (3e11, "300B"), (5e6, "5M"), (512, "512")])
+def test_fmt_count_reads_back_as_the_scenario_writes_it(value, text):
+    assert fmt_count(value) == text
+    assert parse_quantity(text, "count", "x") == pytest.approx(value)

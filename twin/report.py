@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from twin.results import Result
-from twin.units import fmt_bytes, fmt_duration, fmt_si
+from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
@@ -29,7 +29,7 @@ def summary(r: Result) -> str:
     out.append(f"Throughput    {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} tokens/s/GPU); "
                f"{r.model_tflops_per_gpu:.0f} TFLOP/s/GPU model, {r.hardware_tflops_per_gpu:.0f} TFLOP/s/GPU hardware; "
                f"MFU {r.mfu:.1%}")
-    out.append(f"Time to train {fmt_duration(r.time_to_train_s)} for {r.tokens:.3g} tokens "
+    out.append(f"Time to train {fmt_duration(r.time_to_train_s)} for {fmt_count(r.tokens)} tokens "
                f"(ideal {fmt_duration(r.ideal_time_to_train_s)}; {r.interruptions:.0f} interruptions, "
                f"goodput {r.goodput:.1%})")
     f = r.failures

@@ -136,6 +136,14 @@ def fmt_duration(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
+def fmt_count(value: float, digits: int = 3) -> str:
+    """A count as scenarios write it: 2e12 → '2T', 1.4e12 → '1.4T', 3e11 → '300B', 5e6 → '5M'."""
+    for suffix, factor in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g}{suffix}"
+    return f"{value:.{digits}g}"
+
+
 def fmt_si(value: float, unit: str, digits: int = 3) -> str:
     """Decimal-prefixed value: fmt_si(1.2e6, 'W') → '1.20 MW'."""
     for prefix, factor in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
