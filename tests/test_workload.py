@@ -143,3 +143,18 @@ def test_pipeline_first_stage_holds_p_microbatches_under_1f1b_and_m_under_gpipe(
     data["training"]["parallelism"]["schedule"] = "gpipe"
     gpipe = build(parse_scenario(data)).memory
     assert gpipe.activations_bytes > one_f.activations_bytes
+
+
+@pytest.mark.parametrize("training,reason", [
+    ({"global_batch": 24}, "data parallelism 12 is the largest up to 16 that divides global_batch 24 / microbatch 1"),
+    ({"global_batch": 60, "parallelism": {"tensor": 1, "pipeline": 3}},
+     "16 GPUs are not a multiple of tensor 1 × pipeline 3 = 3, so at most 5 data-parallel replicas fit"),
+    ({"parallelism": {"tensor": 1, "pipeline": 1, "data": 8}},
+     "data parallelism 8 is set in the scenario (at most 16 would fit)"),
+])
+def test_idle_gpu_warning_names_the_limit_that_applied(training, reason):
+    data = copy.deepcopy(BASE)
+    data["training"].update(training)
+    r = run_dict(data)
+    idle = [w for w in r.warnings if "GPUs idle" in w]
+    assert len(idle) == 1 and idle[0].endswith(reason), r.warnings

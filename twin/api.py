@@ -21,7 +21,7 @@ from twin.network.collectives import CommModel
 from twin.power.assess import SiteInputs, assess
 from twin.power.capping import power_cap_factor
 from twin.results import Result
-from twin.scenario import Scenario, load_scenario, parse_scenario
+from twin.scenario import Scenario, Training, load_scenario, parse_scenario
 from twin.units import SECONDS_PER_HOUR, fmt_bytes
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
 from twin.workload.model import ModelSpec, model_spec
@@ -98,6 +98,19 @@ def catalog_names(kind: str) -> list[str]:
     return catalog.names(kind)
 
 
+def _idle_reason(plan: ParallelPlan, tr: Training, gpus: int) -> str:
+    """Why a plan leaves GPUs idle: the cluster does not divide, the batch does not, or the scenario said so."""
+    model_parallel = plan.tensor * plan.pipeline
+    largest = gpus // model_parallel
+    if tr.parallelism.data != "auto":
+        return f"data parallelism {plan.data} is set in the scenario (at most {largest} would fit)"
+    if plan.data == largest:
+        return (f"{gpus} GPUs are not a multiple of tensor {plan.tensor} × pipeline {plan.pipeline} = "
+                f"{model_parallel}, so at most {largest} data-parallel replicas fit")
+    return (f"data parallelism {plan.data} is the largest up to {largest} that divides "
+            f"global_batch {tr.global_batch} / microbatch {plan.microbatch}")
+
+
 def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
     sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
     gpu = cluster.node.gpu
@@ -134,8 +147,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
                         f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
                                                          "no single change of ZeRO, recompute, pipeline or tensor fits"))
     if gpus_used < cluster.gpus:
-        warnings.append(f"{cluster.gpus - gpus_used} of {cluster.gpus} GPUs idle: data parallelism {plan.data} is the "
-                        f"largest that divides global_batch {tr.global_batch} / microbatch {plan.microbatch}")
+        warnings.append(f"{cluster.gpus - gpus_used} of {cluster.gpus} GPUs idle: " + _idle_reason(plan, tr, cluster.gpus))
     if plan.tensor > cluster.node.gpus:
         warnings.append(f"tensor parallelism {plan.tensor} spans nodes ({cluster.node.gpus} GPUs per node): "
                         "its all-reduces run over the network")
