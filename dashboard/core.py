@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -265,13 +264,3 @@ def cross_variants(raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> li
 def results_json(items: list[dict[str, Any]]) -> str:
     """What-ifs (label, scenario, result or error) as one JSON document."""
     return json.dumps(items, indent=2)
-
-
-def figure_function(module: str, name: str) -> Callable[..., Any] | None:
-    """``twin.figures.<module>.<name>`` when that figure builder exists, else None."""
-    try:
-        mod = importlib.import_module(f"twin.figures.{module}")
-    except Exception:  # not written yet, or mid-edit: the page says "not available"
-        return None
-    fn = getattr(mod, name, None)
-    return fn if callable(fn) else None

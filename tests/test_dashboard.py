@@ -281,7 +281,6 @@ def test_memory_figure_marks_capacity():
     fig = overview.memory_figure(result)
     assert sum(trace.x[0] for trace in fig.data) == pytest.approx(result["memory_per_gpu_bytes"] / 2**30)
     assert fig.layout.shapes[0].x0 == pytest.approx(80.0)
-    assert core.figure_function("no_such_module", "figure") is None
 
 
 def test_compare_crosses_two_dimensions():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from twin.engine.step import PART_LABELS
 from twin.results import Result
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
@@ -24,7 +25,7 @@ def summary(r: Result) -> str:
                f"optimizer {fmt_bytes(bd.get('optimizer', 0))}, activations {fmt_bytes(bd.get('activations', 0))}, "
                f"runtime {fmt_bytes(bd.get('runtime', 0))})")
     out.append(f"Step          {r.step_time_s:.3f} s for {r.tokens_per_step:,} tokens; bottleneck: {r.bottleneck}")
-    parts = ", ".join(f"{k} {v:.3f} s" for k, v in r.step_breakdown_s.items() if v > 0)
+    parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r.step_breakdown_s.items() if v > 0)
     out.append(f"              {parts}")
     out.append(f"Throughput    {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} tokens/s/GPU); "
                f"{r.model_tflops_per_gpu:.0f} TFLOP/s/GPU model, {r.hardware_tflops_per_gpu:.0f} TFLOP/s/GPU hardware; "

@@ -7,7 +7,6 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import core
 from dashboard.panel import PAGES, Context
 
 
@@ -39,11 +38,10 @@ def needs_result(ctx: Context) -> bool:
     return False
 
 
-def figure(what: str, module: str, name: str, *args: Any, available: bool = True,
+def figure(what: str, fn: Callable[..., Any], *args: Any, available: bool = True,
            missing: str = "not available in this result", key: str | None = None) -> bool:
-    """Draw ``twin.figures.<module>.<name>(*args)``; a note instead when it or its data is missing."""
-    fn = core.figure_function(module, name)
-    if fn is None or not available:
+    """Draw the figure ``fn(*args)`` builds; a note instead when its data is missing."""
+    if not available:
         st.info(f"{what}: {missing}.")
         return False
     try:
@@ -51,5 +49,5 @@ def figure(what: str, module: str, name: str, *args: Any, available: bool = True
     except Exception as exc:  # a figure must never take the page down with it
         st.error(f"{what} could not be drawn: {type(exc).__name__}: {exc}")
         return False
-    st.plotly_chart(fig, key=key or f"fig.{module}.{name}")
+    st.plotly_chart(fig, key=key or f"fig.{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}")
     return True

@@ -6,7 +6,9 @@ import streamlit as st
 
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
-from twin.report import fmt_si
+from twin.figures.power import rack_power_figure
+from twin.figures.fabric import fabric_figure
+from twin.units import fmt_si
 
 
 def render(ctx: Context) -> None:
@@ -23,7 +25,7 @@ def render(ctx: Context) -> None:
         cols[2].metric("Link", fmt_si(8 * fabric.get("link_Bps", 0.0), "b/s"), help="line rate of one NIC port")
         cols[3].metric("Bisection", fmt_si(fabric.get("bisection_Bps", 0.0), "B/s"))
         cols[4].metric("Oversubscription", f"{fabric.get('oversubscription', 1.0):g} : 1")
-    figure("Fabric picture", "fabric", "fabric_figure", fabric, available=bool(fabric))
+    figure("Fabric picture", fabric_figure, fabric, available=bool(fabric))
 
     st.subheader("Rack power")
     power = r.get("power") or {}
@@ -36,4 +38,4 @@ def render(ctx: Context) -> None:
     cols[2].metric("Rack limit", fmt_si(limit, "W") if limit else "none set")
     cols[3].metric("Racks over the limit", f"{power.get('racks_over_limit', 0)}")
     cols[4].metric("Cluster peak (IT)", fmt_si(r.get("peak_power_it_w", 0.0), "W"))
-    figure("Rack power map", "power", "rack_power_figure", r, available=bool(power.get("racks")))
+    figure("Rack power map", rack_power_figure, r, available=bool(power.get("racks")))

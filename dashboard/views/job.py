@@ -7,7 +7,9 @@ import streamlit as st
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
 from twin.figures import overview
-from twin.report import fmt_duration
+from twin.figures.job import job_timeline_figure, time_to_train_figure
+from twin.figures.power import power_timeline_figure
+from twin.units import fmt_duration
 
 
 def render(ctx: Context) -> None:
@@ -41,10 +43,10 @@ def render(ctx: Context) -> None:
     hint = "not available in this result" if failures_on else \
         "not available: turn on 'Simulate failures' (sidebar, Reliability)"
     st.subheader("Timeline of the run")
-    figure("Job timeline", "job", "job_timeline_figure", r, available=bool(r.get("timeline")), missing=hint)
+    figure("Job timeline", job_timeline_figure, r, available=bool(r.get("timeline")), missing=hint)
     st.subheader("Time to train over failure samples")
-    figure("Time-to-train distribution", "job", "time_to_train_figure", r, available=bool(r.get("failures")),
+    figure("Time-to-train distribution", time_to_train_figure, r, available=bool(r.get("failures")),
            missing=hint)
     st.subheader("Power over time")
-    figure("Power timeline", "power", "power_timeline_figure", r,
+    figure("Power timeline", power_timeline_figure, r,
            available=bool((r.get("power") or {}).get("timeline")))

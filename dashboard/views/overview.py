@@ -10,6 +10,7 @@ from dashboard import cached
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
 from twin.figures import overview
+from twin.figures.power import country_comparison_figure
 
 
 def render(ctx: Context) -> None:
@@ -41,7 +42,7 @@ def render(ctx: Context) -> None:
     st.subheader("Carbon and energy cost by country")
     st.caption(f"Facility energy {r['energy_facility_kwh'] / 1e3:,.1f} MWh (IT {r['energy_it_kwh'] / 1e3:,.1f} MWh "
                f"× PUE {r['pue']:.2f}) at each country's grid intensity and electricity price.")
-    figure("Country comparison", "power", "country_comparison_figure", r,
+    figure("Country comparison", country_comparison_figure, r,
            available=bool((r.get("power") or {}).get("countries")), key="fig.countries")
     st.dataframe(overview.country_rows(r), hide_index=True)
     st.download_button("Download the result (JSON)", json.dumps(r, indent=2), file_name="result.json",

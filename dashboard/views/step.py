@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import core
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
-from twin.figures import overview
+from twin.engine.step import PART_LABELS
+from twin.figures.step import step_breakdown_figure, step_gantt_figure
 
 
 def render(ctx: Context) -> None:
@@ -16,12 +16,9 @@ def render(ctx: Context) -> None:
     r = ctx.result
     st.caption(f"One step: {r['step_time_s']:.3f} s for {r['tokens_per_step']:,} tokens; bottleneck: {r['bottleneck']}.")
     st.subheader("One step, stage by stage")
-    figure("Step Gantt chart", "step", "step_gantt_figure", r, available=bool(r.get("step_timeline")))
+    figure("Step Gantt chart", step_gantt_figure, r, available=bool(r.get("step_timeline")))
     st.subheader("Step-time breakdown")
-    if core.figure_function("step", "step_breakdown_figure"):
-        figure("Step-time breakdown", "step", "step_breakdown_figure", r)
-    else:
-        st.plotly_chart(overview.step_breakdown_bar(r), key="fig.step.breakdown")
-    st.dataframe([{"phase": overview.PHASE_LABELS.get(k, k), "time [s]": round(v, 4),
+    figure("Step-time breakdown", step_breakdown_figure, r)
+    st.dataframe([{"phase": PART_LABELS.get(k, k), "time [s]": round(v, 4),
                    "share of step [%]": round(100 * v / r["step_time_s"], 1)}
                   for k, v in r["step_breakdown_s"].items()], hide_index=True)

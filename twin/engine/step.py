@@ -22,6 +22,12 @@ from twin.engine.stage_costs import StepCosts
 from twin.workload.plan import ParallelPlan
 
 
+# The parts of a step (``StepBreakdown.as_dict`` keys, ``Result.step_breakdown_s``) in words.
+PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
+               "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
+               "dp_comm": "data-parallel communication (exposed)", "optimizer": "optimizer step"}
+
+
 @dataclass(frozen=True)
 class StepBreakdown:
     step_s: float
@@ -40,12 +46,9 @@ class StepBreakdown:
     @property
     def bottleneck(self) -> str:
         """The largest share of the step, in words."""
-        names = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
-                 "pp_comm": "pipeline communication", "bubble": "pipeline bubble",
-                 "dp_comm": "data-parallel communication", "optimizer": "optimizer step"}
         parts = self.as_dict()
         key = max(parts, key=parts.get)
-        return f"{names[key]} ({parts[key] / self.step_s:.0%} of the step)"
+        return f"{PART_LABELS[key]} ({parts[key] / self.step_s:.0%} of the step)"
 
 
 def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[tuple[float, float, float, float]]:

@@ -19,19 +19,10 @@ from twin.units import SECONDS_PER_DAY, fmt_bytes, fmt_duration, fmt_si
 
 GIB = 2**30
 
-# Colours of the step phases and memory parts (colour-blind safe, Okabe-Ito).
-PHASE_COLOURS = {
-    "compute": "#0072B2", "tp_comm": "#E69F00", "pp_comm": "#56B4E9", "ep_comm": "#CC79A7",
-    "dp_comm": "#009E73", "bubble": "#BBBBBB", "optimizer": "#D55E00",
-}
+# Colours of the memory parts (colour-blind safe, Okabe-Ito).
 MEMORY_COLOURS = {
     "weights": "#0072B2", "gradients": "#56B4E9", "optimizer": "#E69F00",
     "activations": "#009E73", "runtime": "#999999",
-}
-PHASE_LABELS = {
-    "compute": "GPU compute", "tp_comm": "tensor-parallel comm.", "pp_comm": "pipeline send/recv",
-    "ep_comm": "expert all-to-all", "dp_comm": "data-parallel comm. (exposed)", "bubble": "pipeline bubble",
-    "optimizer": "optimizer step",
 }
 
 
@@ -186,31 +177,12 @@ def memory_figure(result: dict[str, Any]) -> go.Figure:
     return fig
 
 
-def step_breakdown_bar(result: dict[str, Any]) -> go.Figure:
-    """Where one training step's time goes (s): compute, exposed communication, bubble, optimizer."""
-    parts = {k: v for k, v in (result.get("step_breakdown_s") or {}).items() if v and v > 0}
-    fig = go.Figure()
-    for name, value in parts.items():
-        fig.add_bar(y=["step"], x=[value], name=PHASE_LABELS.get(name, name), orientation="h",
-                    marker_color=PHASE_COLOURS.get(name),
-                    hovertemplate=f"{PHASE_LABELS.get(name, name)}: %{{x:.3f}} s<extra></extra>")
-    fig.update_layout(barmode="stack", height=230, margin=dict(l=10, r=10, t=50, b=40),
-                      title=f"Step time {result.get('step_time_s', 0):.3f} s", xaxis_title="seconds",
-                      legend=dict(orientation="h", y=-0.45))
-    return fig
-
-
 # ---------------------------------------------------------------------------
 # What-if comparison
 
-COMPARE_COLUMNS = {
-    "time to train P50 [days]": "Time to train P50",
-    "GPU-hours [k GPU·h]": "GPU-hours",
-    "energy (facility) [MWh]": "Energy (facility)",
-    "carbon at site [t CO2e]": "Carbon at site",
-    "energy cost at site [k EUR]": "Energy cost at site",
-    "MFU [%]": "MFU",
-}
+# The columns of a what-if comparison drawn as bars (keys of ``summary_row``).
+COMPARE_COLUMNS = ("time to train P50 [days]", "GPU-hours [k GPU·h]", "energy (facility) [MWh]",
+                   "carbon at site [t CO2e]", "energy cost at site [k EUR]", "MFU [%]")
 
 
 def summary_row(label: str, result: dict[str, Any] | None, error: str | None = None) -> dict[str, Any]:

@@ -11,14 +11,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.engine.step import PART_LABELS
+
 # Okabe-Ito colours (colour-blind safe), one per kind of span.
 SPAN_COLOURS = {"forward": "#0072B2", "backward": "#56B4E9", "send": "#E69F00", "dp_comm": "#009E73",
                 "optimizer": "#D55E00"}
 BREAKDOWN_COLOURS = {"compute": "#0072B2", "tp_comm": "#E69F00", "pp_comm": "#56B4E9", "dp_comm": "#009E73",
                      "bubble": "#BBBBBB", "optimizer": "#D55E00"}
-BREAKDOWN_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel comm.", "pp_comm": "pipeline send/recv",
-                    "dp_comm": "data-parallel comm. (exposed)", "bubble": "pipeline bubble",
-                    "optimizer": "optimizer step"}
 
 
 def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
@@ -61,12 +60,12 @@ def step_breakdown_figure(result: dict[str, Any]) -> go.Figure:
     step_s = float(result.get("step_time_s") or sum(parts.values()) or 1.0)
     for key, value in parts.items():
         fig.add_trace(go.Bar(
-            name=BREAKDOWN_LABELS.get(key, key),
+            name=PART_LABELS.get(key, key),
             orientation="h",
             x=[value],
             y=["step"],
             marker_color=BREAKDOWN_COLOURS.get(key, "#999999"),
-            hovertemplate=f"{BREAKDOWN_LABELS.get(key, key)}: %{{x:.3f}} s ({value / step_s:.1%})<extra></extra>",
+            hovertemplate=f"{PART_LABELS.get(key, key)}: %{{x:.3f}} s ({value / step_s:.1%})<extra></extra>",
         ))
     fig.update_layout(title=f"Step time {step_s:.3f} s", barmode="stack", xaxis_title="seconds", height=260)
     return fig
