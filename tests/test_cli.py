@@ -26,6 +26,11 @@ def test_run_superpod_prints_a_summary_with_units():
     assert out.returncode == 0, out.stderr
     for needle in ("GiB", "tokens/s", "TFLOP/s", "MFU", "days", "MWh", "t CO2e", "EUR"):
         assert needle in out.stdout
+    # counts as scenarios write them, parts of the step in words, GPU-hours used and reserved
+    for needle in ("for 2T tokens", "tensor-parallel communication", "pipeline bubble", "used,", "reserved",
+                   "g CO2e/kWh"):
+        assert needle in out.stdout
+    assert "e+" not in out.stdout and "tp_comm" not in out.stdout
 
 
 def test_json_is_the_only_output_and_holds_the_contract(tmp_path):

@@ -36,18 +36,22 @@ def summary(r: Result) -> str:
     f = r.failures
     if f:
         ttt = f["time_to_train_s"]
-        out.append(f"Failures      {f['samples']} samples ({f['profile']}): time to train P10/P50/P90 "
-                   f"{fmt_duration(ttt['p10'])} / {fmt_duration(ttt['p50'])} / {fmt_duration(ttt['p90'])}; "
-                   f"mean time between failures {fmt_duration(f['mtbf_s'])}")
+        over = [fmt_duration(ttt[q] - r.ideal_time_to_train_s) for q in ("p10", "p50", "p90")]
+        out.append(f"Failures      {f['samples']} samples ({f['profile']}): time over the ideal "
+                   f"(failures, restarts, checkpoints) P10/P50/P90 {' / '.join(over)}; mean time between failures {fmt_duration(f['mtbf_s'])}")
+        swaps = f["spares_used"]
         out.append(f"Checkpoints   every {fmt_duration(f['checkpoint_interval_s'])} "
-                   f"({f['checkpoint_bytes'] / 1e12:.2f} TB, write {fmt_duration(f['checkpoint_write_s'])}); "
-                   f"node swaps P50 {f['spares_used']['p50']:.0f} from a pool of {f['spare_nodes']} spare or idle nodes; "
-                   f"work lost P50 {fmt_duration(f['lost_work_s']['p50'])}")
-    out.append(f"GPU-hours     {r.gpu_hours:,.0f} GPU·h")
+                   f"({fmt_si(f['checkpoint_bytes'], 'B')}, write {fmt_duration(f['checkpoint_write_s'])}); "
+                   f"node swaps P50/P90 {swaps['p50']:.0f}/{swaps['p90']:.0f} from a pool of {f['spare_nodes']} "
+                   f"spare or idle nodes (repaired nodes rejoin it); "
+                   f"work lost P50 {fmt_duration(f['lost_work_s']['p50'])} in all")
+    reserved = r.power.get("reserved_gpu_hours")
+    out.append(f"GPU-hours     {r.gpu_hours:,.0f} used" + (f", {reserved:,.0f} reserved (every GPU of the cluster, "
+                                                          "spares and idle GPUs included)" if reserved else ""))
     infra = r.power.get("infrastructure", {})
     infra_w = infra.get("switches_w", 0) + infra.get("storage_w", 0)
     out.append(f"Power (IT)    average {fmt_si(r.avg_power_it_w, 'W')}, peak {fmt_si(r.peak_power_it_w, 'W')}; "
-               f"GPU {r.power.get('gpu_avg_w', 0):.0f} W average, node {fmt_si(r.power.get('node_avg_w', 0), 'W')}; "
+               f"GPU {r.power.get('gpu_avg_w', 0):.0f} W average, busy node {fmt_si(r.power.get('node_avg_w', 0), 'W')}; "
                f"switches and storage {fmt_si(infra_w, 'W')}")
     limit = r.power.get("rack_limit_w")
     out.append(f"Racks         {r.power.get('racks', 0)} racks of {r.power.get('nodes_per_rack', 0)} nodes: "
@@ -70,7 +74,7 @@ def summary(r: Result) -> str:
         cost = r.energy_cost_eur.get(code)
         total = r.total_cost_eur.get(code)
         rows.append([code + (" (site)" if code == r.country else ""),
-                     f"{r.carbon_intensity_g_per_kwh[code]:.0f} g/kWh", f"{kg / 1e3:,.1f} t CO2e",
+                     f"{r.carbon_intensity_g_per_kwh[code]:.0f} g CO2e/kWh", f"{kg / 1e3:,.1f} t CO2e",
                      f"{price:.3f} EUR/kWh" if price is not None else "n/a",
                      f"{cost:,.0f} EUR" if cost is not None else "n/a"]
                     + ([f"{total:,.0f} EUR" if total is not None else "n/a"] if r.rental_cost_eur is not None else []))

@@ -15,7 +15,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from twin.units import SECONDS_PER_DAY, fmt_bytes, fmt_duration, fmt_si
+from twin.units import SECONDS_PER_DAY, fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 GIB = 2**30
 
@@ -76,14 +76,6 @@ def _delta(key: str, result: dict[str, Any], baseline: dict[str, Any] | None) ->
     return (f"{100 * change:+.1f} %" if abs(change) >= 5e-4 else None), lower
 
 
-def compact(value: float, unit: str) -> str:
-    """A large count in three significant figures with its unit: 524558 → '525 k GPU·h'."""
-    for prefix, factor in (("M", 1e6), ("k", 1e3)):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix} {unit}"
-    return f"{value:.3g} {unit}"
-
-
 def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[Metric]:
     """The numbers a planner reads first, each with its unit; with a baseline result, each one's change."""
     ttt = time_to_train_percentiles(result)
@@ -93,21 +85,21 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
     gpus = result.get("gpus_used", 0)
     metrics = [
         Metric("Time to train (P50)", fmt_duration(ttt["p50"]),
-               f"median wall-clock time for {result.get('tokens', 0):.3g} tokens, failures and restarts included"),
+               f"median wall-clock time for {fmt_count(result.get('tokens', 0))} tokens, failures and restarts included"),
         Metric("Time to train (P90)", fmt_duration(ttt["p90"]), "9 runs in 10 finish sooner"),
         Metric("MFU", f"{100 * result.get('mfu', 0):.1f} %",
                f"model FLOPs utilisation; {result.get('model_tflops_per_gpu', 0):.0f} TFLOP/s per GPU"),
-        Metric("GPU-hours", compact(result.get("gpu_hours", 0), "GPU·h"),
+        Metric("GPU-hours", f"{fmt_count(result.get('gpu_hours', 0))} GPU·h",
                f"{result.get('gpu_hours', 0):,.0f} GPU·h: {gpus:,} GPUs × time to train"),
         Metric("Energy (facility)", fmt_si(result.get("energy_facility_kwh", 0) * 1e3, "Wh"),
                f"IT energy × PUE {result.get('pue', 1):.2f}"),
         Metric(f"Carbon ({site})", _tonnes(carbon) if carbon is not None else "n/a",
                f"facility energy × {(result.get('carbon_intensity_g_per_kwh') or {}).get(site, 0):.0f} g CO2e/kWh"),
-        Metric(f"Energy cost ({site})", compact(cost, "EUR") if cost is not None else "n/a",
+        Metric(f"Energy cost ({site})", f"{fmt_count(cost)} EUR" if cost is not None else "n/a",
                (f"{cost:,.0f} EUR: " if cost is not None else "") + "facility energy × electricity price"),
         Metric("Step time", f"{result.get('step_time_s', 0):.2f} s",
                f"{result.get('tokens_per_step', 0):,} tokens per step; {result.get('bottleneck', '')}"),
-        Metric("Throughput", compact(result.get("tokens_per_s", 0), "tok/s"),
+        Metric("Throughput", f"{fmt_count(result.get('tokens_per_s', 0))} tok/s",
                f"{result.get('tokens_per_s', 0):,.0f} tokens/s; "
                f"{result.get('tokens_per_s_per_gpu', 0):,.0f} tokens/s per GPU"),
         Metric("Memory per GPU", f"{fmt_bytes(result.get('memory_per_gpu_bytes', 0))}",
