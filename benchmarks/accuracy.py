@@ -1,4 +1,4 @@
-"""Accuracy benchmark: MAPE of the twin against published runs, per group and per role.
+"""Accuracy benchmark: the twin against published runs, per case, per group and per role.
 
     python benchmarks/accuracy.py          # table
     python benchmarks/accuracy.py --json   # machine-readable, for tracking over commits
@@ -17,8 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from twin.report import table  # noqa: E402
-from twin.validation import load_cases, run_cases, summarize  # noqa: E402
+from twin.validation import load_cases, report, run_cases, summarize  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,20 +34,10 @@ def main(argv: list[str] | None = None) -> int:
                                 "worst_error": g.worst_error} for g in s.groups},
             "throughput_mape": s.throughput_mape, "overall_mape": s.overall_mape,
             "check_throughput_mape_by_gpu": {gpu: mape for gpu, (_, mape) in s.by_gpu.items()},
-            "pending": s.pending, "failed": s.failed, "beyond_20": s.beyond_20, "seconds": elapsed,
+            "failed": s.failed, "beyond_20": s.beyond_20, "seconds": elapsed,
         }, indent=2))
         return 0
-    rows = [[g.name, g.role, str(g.cases), f"{100 * g.mape:.1f}%", g.worst, f"{100 * g.worst_error:+.1f}%"]
-            for g in s.groups]
-    print(table(rows, ["group", "role", "cases", "MAPE", "worst case", "its error"]))
-    print()
-    for role in ("calibration", "check", "all"):
-        print(f"throughput MAPE {role:11} {100 * s.throughput_mape[role]:5.1f}%  ({s.throughput_cases[role]} cases)")
-    for gpu, (n, mape) in s.by_gpu.items():
-        print(f"throughput MAPE check, {gpu:10} {100 * mape:5.1f}%  ({n} cases)")
-    print(f"overall MAPE, all metrics    {100 * s.overall_mape:5.1f}%")
-    if s.pending:
-        print("pending:", ", ".join(s.pending))
+    print(report.text(outcomes, s))
     print(f"({len(outcomes)} cases in {elapsed:.1f} s)")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -151,6 +152,12 @@ def test_malformed_case_file_names_the_key():
                      "cases": [{"id": "a", "role": "check", "metric": "busbw_GBps", "published": 1}]}
     with pytest.raises(ScenarioError, match="collective"):
         parse_case_file(no_collective, "f.yaml")
+
+
+def test_shipped_report_has_one_generated_section():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert doc.count(BEGIN_MARK) == 1 and doc.count(END_MARK) == 1
+    assert doc.index(BEGIN_MARK) < doc.index("## Results") < doc.index(END_MARK)
 
 
 def test_splice_keeps_the_hand_written_text():

