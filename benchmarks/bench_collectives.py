@@ -46,13 +46,13 @@ def bench(label: str, cluster: Cluster, t: int, p: int, d: int) -> None:
         start = time.perf_counter()
         tp = comm.all_reduce_s(64e6, placement.tensor)
         dp = comm.reduce_scatter_s(2e9, placement.data)
-        pp = comm.send_recv_s(32e6, True)
+        pp = comm.send_recv_s(32e6, placement.pipeline)
         first = min(first, time.perf_counter() - start)
     start = time.perf_counter()
     for size in (1e3, 1e6, 1e9):
         comm.all_reduce_s(size, placement.tensor)
         comm.reduce_scatter_s(size, placement.data)
-        comm.send_recv_s(size, True)
+        comm.send_recv_s(size, placement.pipeline)
     again = time.perf_counter() - start
     print(f"{label}: {spec.gpus} GPUs, graph {graph.number_of_nodes():,} vertices / {graph.number_of_edges():,} links "
           f"built in {built:.3f} s, compiled in {compiled:.3f} s")

@@ -80,9 +80,9 @@ def test_pcie_server_shares_one_nic_between_two_gpus():
 
 def test_send_recv_across_nodes_runs_at_the_nic_rate():
     c = comm("dgx-h100", 2)
-    t = c.send_recv_s(1e9, crosses_nodes=True)
+    t = c.send_recv_s(1e9, GroupShape(2, 1))                      # neighbours on two nodes, same rail
     assert 1e9 / t == pytest.approx(NDR := 400e9 / 8 * EFF.network, rel=0.01), NDR
-    assert c.send_recv_s(1e9, crosses_nodes=False) < t
+    assert c.send_recv_s(1e9, GroupShape(2, 2)) < t               # neighbours in one node
 
 
 # ---------------------------------------------------------------------------
@@ -197,12 +197,13 @@ def test_a_lost_spine_slows_traffic_through_the_spines_only():
     assert len(spines) == 2
     degraded = CommModel(built.cluster, built.efficiency, built.placement, T.degrade(g, switches=spines[:1]))
     pl = built.placement
-    assert degraded.send_recv_s(1e9, True) == pytest.approx(2 * built.comm.send_recv_s(1e9, True), rel=0.01)
+    assert degraded.send_recv_s(1e9, pl.pipeline) == pytest.approx(2 * built.comm.send_recv_s(1e9, pl.pipeline),
+                                                                   rel=0.01)
     assert degraded.reduce_scatter_s(1e9, pl.data) == pytest.approx(built.comm.reduce_scatter_s(1e9, pl.data))
     assert degraded.all_reduce_s(1e8, pl.tensor) == pytest.approx(built.comm.all_reduce_s(1e8, pl.tensor))
     cut_off = CommModel(built.cluster, built.efficiency, built.placement, T.degrade(g, switches=spines))
     with pytest.raises(ValueError, match="disconnected"):
-        cut_off.send_recv_s(1e9, True)
+        cut_off.send_recv_s(1e9, pl.pipeline)
 
 
 def test_a_lost_nic_cable_moves_its_gpu_to_a_neighbour_rail():

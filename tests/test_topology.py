@@ -160,7 +160,7 @@ def test_megatron_order_keeps_tensor_groups_in_a_node():
     assert pl.data.ranks_per_node == 1 and pl.data.nodes == 4
     pp = pl.members("pipeline")
     assert (np.diff(pp, axis=1) == 32).all()                      # stages tensor·data ranks apart
-    assert pl.pipeline_crosses_nodes
+    assert pl.pipeline.nodes > 1
     # every rank in exactly one group of each kind
     for kind in ("tensor", "data", "pipeline"):
         assert sorted(pl.members(kind).ravel().tolist()) == list(range(128))
@@ -182,4 +182,4 @@ def test_expert_groups_are_carved_out_of_data_neighbours():
 
 
 def test_pipeline_inside_a_node_does_not_cross_nodes():
-    assert not place(_plan(2, 4, 1), 8).pipeline_crosses_nodes
+    assert place(_plan(2, 4, 1), 8).pipeline.nodes == 1

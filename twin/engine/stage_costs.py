@@ -200,7 +200,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     # sequence parallelism the receiving ranks all-gather the slices over NVLink.
     p2p = 0.0
     if plan.pipeline > 1:
-        p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline_crosses_nodes)
+        p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline)
         if not plan.sequence_parallel:
             p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
 

@@ -5,8 +5,7 @@ tuples whose first item is their kind (``("gpu", node, local)``, ``("nic", node,
 rail)``, ``("leaf", i)``, ...) and carry ``kind`` and ``tier`` attributes
 (0 inside a node, 1 leaf, 2 spine/aggregation, 3 core). Edges are full-duplex
 links: ``capacity_Bps`` is the bandwidth *per direction* of the whole bundle,
-``cables`` the number of physical cables in it, ``latency_s`` the hop latency
-and ``tier`` one of ``nvlink``, ``pcie``, ``nic``, ``leaf-spine``,
+``cables`` the number of physical cables in it and ``tier`` one of ``nvlink``, ``pcie``, ``nic``, ``leaf-spine``,
 ``spine-core``, ``storage``, ``mgmt``.
 
 Sources of the structure:
@@ -36,13 +35,6 @@ SWITCH_RADIX = 64
 # Cables of the UFM appliance to the compute fabric in the SuperPOD H100 RA: the
 # "node + UFM" cable counts are 8 per DGX plus 4 (252 = 31·8 + 4 for one SU).
 UFM_CABLES = 4
-# Hop latencies (one direction, including cables). NVLink through NVSwitch and PCIe
-# switches: sub-µs; InfiniBand switches quote 100-200 ns port to port (NVIDIA Quantum-2
-# datasheet: ~130 ns) plus a few metres of cable at 5 ns/m. NCCL's per-step software
-# latency, which dominates, is counted by the collective algorithms, not here.
-NVLINK_HOP_LATENCY_S = 0.3e-6
-PCIE_HOP_LATENCY_S = 0.5e-6
-SWITCH_HOP_LATENCY_S = 0.2e-6
 
 
 # ---------------------------------------------------------------------------
@@ -70,30 +62,28 @@ def add_node(g: nx.Graph, node: NodeSpec, index: int) -> None:
         nvs = ("nvswitch", index)
         g.add_node(nvs, kind="nvswitch", tier=0, node=index, chips=node.nvswitches)
         for local in range(gpus):
-            _link(g, ("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, NVLINK_HOP_LATENCY_S, "nvlink")
+            _link(g, ("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, "nvlink")
         for local in range(gpus):
             gpu = ("gpu", index, local)
             if not g.has_edge(gpu, ("nic", index, nic_of[local])):
-                _link(g, gpu, ("nic", index, nic_of[local]), node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+                _link(g, gpu, ("nic", index, nic_of[local]), node.pcie_Bps, "pcie")
     elif node.intra == "pcie":
         switches = max(1, nics)
         for s in range(switches):
             sw = ("pcie", index, s)
             g.add_node(sw, kind="pcie", tier=0, node=index)
-            _link(g, sw, host, node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+            _link(g, sw, host, node.pcie_Bps, "pcie")
         for local in range(gpus):
-            _link(g, ("gpu", index, local), ("pcie", index, local * switches // gpus), node.pcie_Bps,
-                  PCIE_HOP_LATENCY_S, "pcie")
+            _link(g, ("gpu", index, local), ("pcie", index, local * switches // gpus), node.pcie_Bps, "pcie")
         for rail in range(nics):
-            _link(g, ("nic", index, rail), ("pcie", index, rail * switches // nics), node.pcie_Bps,
-                  PCIE_HOP_LATENCY_S, "pcie")
+            _link(g, ("nic", index, rail), ("pcie", index, rail * switches // nics), node.pcie_Bps, "pcie")
     else:  # c2c: a superchip, one GPU per node
         for local in range(gpus):
-            _link(g, ("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+            _link(g, ("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie")
     for j in range(node.storage_nics.count):
         snic = ("snic", index, j)
         g.add_node(snic, kind="snic", tier=0, node=index)
-        _link(g, host, snic, node.pcie_Bps, PCIE_HOP_LATENCY_S, "pcie")
+        _link(g, host, snic, node.pcie_Bps, "pcie")
 
 
 def dgx_node(node: NodeSpec) -> nx.Graph:
@@ -103,14 +93,14 @@ def dgx_node(node: NodeSpec) -> nx.Graph:
     return g
 
 
-def _link(g: nx.Graph, u, v, capacity_Bps: float, latency_s: float, tier: str, cables: float = 1) -> None:
+def _link(g: nx.Graph, u, v, capacity_Bps: float, tier: str, cables: float = 1) -> None:
     """Add a link, or thicken the bundle when ``u``–``v`` already exists."""
     if g.has_edge(u, v):
         edge = g[u][v]
         edge["capacity_Bps"] += capacity_Bps
         edge["cables"] += cables
         return
-    g.add_edge(u, v, capacity_Bps=capacity_Bps, latency_s=latency_s, tier=tier, cables=cables)
+    g.add_edge(u, v, capacity_Bps=capacity_Bps, tier=tier, cables=cables)
 
 
 # ---------------------------------------------------------------------------
@@ -156,7 +146,7 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
             mine.append(s)
         for leaf in pod_leaves:
             for s in mine:
-                _link(g, leaf, s, up_Bps / n, SWITCH_HOP_LATENCY_S, "leaf-spine", up_ports / n)
+                _link(g, leaf, s, up_Bps / n, "leaf-spine", up_ports / n)
         pod_spines.append(mine)
     if two_tier:
         return spines, cores
@@ -174,12 +164,12 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
         up = down_Bps / pod_oversubscription
         if n_cores <= core_up_ports:
             for c in cores:
-                _link(g, s, c, up / n_cores, SWITCH_HOP_LATENCY_S, "spine-core", core_up_ports / n_cores)
+                _link(g, s, c, up / n_cores, "spine-core", core_up_ports / n_cores)
         else:  # more cores than a spine has uplinks: each spine reaches a stripe of them
             index = spines.index(s)
             for k in range(core_up_ports):
                 c = cores[(index * core_up_ports + k) % n_cores]
-                _link(g, s, c, up / core_up_ports, SWITCH_HOP_LATENCY_S, "spine-core", 1)
+                _link(g, s, c, up / core_up_ports, "spine-core", 1)
     return spines, cores
 
 
@@ -195,9 +185,9 @@ def _attach_storage(g: nx.Graph, node: NodeSpec, pods: list[list[int]], storage_
         g.add_node(leaf, kind="sleaf", tier=1, pod=p)
         for n in members:
             for j in range(node.storage_nics.count):
-                _link(g, ("snic", n, j), leaf, node.storage_nics.line_rate_Bps, SWITCH_HOP_LATENCY_S, "storage")
+                _link(g, ("snic", n, j), leaf, node.storage_nics.line_rate_Bps, "storage")
         # The storage system's own share behind each storage leaf (its cabling is the vendor's: not counted).
-        _link(g, leaf, ("storage",), system_Bps * len(members) / total_nodes, SWITCH_HOP_LATENCY_S, "storage", 0)
+        _link(g, leaf, ("storage",), system_Bps * len(members) / total_nodes, "storage", 0)
 
 
 # ---------------------------------------------------------------------------
@@ -230,13 +220,12 @@ def rail_optimized_fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None =
         su = n // nodes_per_su
         for rail in range(rails):
             g.nodes[("nic", n, rail)]["su"] = su
-            _link(g, ("nic", n, rail), leaves[su * rails + rail], min(link, node.compute_nics.line_rate_Bps),
-                  SWITCH_HOP_LATENCY_S, "nic")
+            _link(g, ("nic", n, rail), leaves[su * rails + rail], min(link, node.compute_nics.line_rate_Bps), "nic")
     if ufm:
         g.add_node(("ufm",), kind="ufm", tier=0)
         last = sus - 1
         for k in range(min(UFM_CABLES, rails)):
-            _link(g, ("ufm",), leaves[last * rails + k], link, SWITCH_HOP_LATENCY_S, "mgmt")
+            _link(g, ("ufm",), leaves[last * rails + k], link, "mgmt")
     pods = [leaves[su * rails:(su + 1) * rails] for su in range(sus)]
     spines, cores = _clos(g, leaves, pods, nodes_per_su, link, oversubscription, 1.0, flat=True)
     g.graph.update(leaves=len(leaves), spines=len(spines), cores=len(cores))
@@ -274,8 +263,7 @@ def fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None = None, nodes_pe
             add_node(g, node, n)
             for rail in range(rails):
                 g.nodes[("nic", n, rail)]["su"] = p
-                _link(g, ("nic", n, rail), pod_leaves[i // per_leaf], min(link, node.compute_nics.line_rate_Bps),
-                      SWITCH_HOP_LATENCY_S, "nic")
+                _link(g, ("nic", n, rail), pod_leaves[i // per_leaf], min(link, node.compute_nics.line_rate_Bps), "nic")
     spines, cores = _clos(g, leaves, pods, per_leaf * rails, link, 1.0, oversubscription, flat=False)
     g.graph.update(leaves=len(leaves), spines=len(spines), cores=len(cores))
     _attach_storage(g, node, [list(range(p * nodes_per_pod, min(nodes, (p + 1) * nodes_per_pod)))
@@ -295,8 +283,7 @@ def single_switch(node: NodeSpec, nodes: int, link_Bps: float | None = None,
         add_node(g, node, n)
         for rail in range(rails):
             g.nodes[("nic", n, rail)]["su"] = 0
-            _link(g, ("nic", n, rail), ("leaf", 0), min(link, node.compute_nics.line_rate_Bps),
-                  SWITCH_HOP_LATENCY_S, "nic")
+            _link(g, ("nic", n, rail), ("leaf", 0), min(link, node.compute_nics.line_rate_Bps), "nic")
     _attach_storage(g, node, [list(range(nodes))], storage_write_Bps)
     return g
 

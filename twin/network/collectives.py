@@ -197,21 +197,9 @@ class CommModel:
             return 0.0
         return self._best("all_to_all", size_bytes, group, None)[0]
 
-    def send_recv_s(self, size_bytes: float, crosses_nodes: bool, group: GroupShape | None = None) -> float:
-        """Point-to-point transfer between pipeline neighbours, every stage sending at once.
-
-        With the job's placement the real pipeline groups are routed; otherwise a pair
-        of GPUs on the same rail of two nodes (``crosses_nodes``) or of one node.
-        """
-        if size_bytes <= 0:
-            return 0.0
-        if group is None:
-            if self.placement is not None and self.placement.pipeline.ranks > 1:
-                group = self.placement.pipeline
-            else:
-                gpn = self.cluster.node.gpus
-                group = GroupShape(2, 1) if crosses_nodes and self.cluster.nodes > 1 else GroupShape(2, min(2, gpn))
-        if group.ranks <= 1:
+    def send_recv_s(self, size_bytes: float, group: GroupShape) -> float:
+        """Point-to-point transfer between pipeline neighbours of ``group``, every stage sending at once."""
+        if group.ranks <= 1 or size_bytes <= 0:
             return 0.0
         return self._best("send_recv", size_bytes, group, None)[0]
 

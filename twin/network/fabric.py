@@ -73,7 +73,7 @@ class Fabric:
         scale = {t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS}
         tier_index = {t: i for i, t in enumerate(TIERS)}
         nodes = graph.nodes
-        capacity, latency, tier = [], [], []
+        capacity, tier = [], []
         ids = self._id
         for e, (u, v, data) in enumerate(graph.edges(data=True)):
             ids[(u, v)] = 2 * e
@@ -81,7 +81,6 @@ class Fabric:
             t = data["tier"]
             cap = data["capacity_Bps"] * scale[t]
             capacity += (cap, cap)
-            latency += (data["latency_s"], data["latency_s"])
             tier += (tier_index[t], tier_index[t])
             if t == "nic":
                 nic, leaf = (u, v) if u[0] == "nic" else (v, u)
@@ -98,10 +97,8 @@ class Fabric:
         for key, (cap, index) in pools.items():
             self._pool[key] = len(capacity)
             capacity.append(cap)
-            latency.append(topology.SWITCH_HOP_LATENCY_S)
             tier.append(index)
         self.capacity_Bps = np.array(capacity, dtype=float)
-        self.latency_s = np.array(latency, dtype=float)
         self.tier = np.array(tier, dtype=np.int8)
         self._intra: dict[tuple, list] = {}
         self._nic: dict[tuple, tuple] = {}

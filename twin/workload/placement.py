@@ -43,7 +43,6 @@ class Placement:
     data: GroupShape
     expert: GroupShape
     expert_data: GroupShape        # data-parallel group of the expert weights (data / expert ranks)
-    pipeline_crosses_nodes: bool
     pipeline: GroupShape = GroupShape(1, 1, "pipeline")
     order: str = "tp-dp-pp"
     sizes: tuple[int, int, int, int] = (1, 1, 1, 1)      # tensor, data, pipeline, expert
@@ -98,11 +97,8 @@ def place(plan: ParallelPlan, gpus_per_node: int, order: str = "tp-dp-pp") -> Pl
     if order not in ORDERS:
         raise ValueError(f"unknown rank order {order!r}; known: {', '.join(ORDERS)}")
     sizes = (plan.tensor, plan.data, plan.pipeline, max(1, plan.expert))
-    skeleton = Placement(GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), False,
+    skeleton = Placement(GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1),
                          order=order, sizes=sizes, gpus_per_node=gpus_per_node)
     shapes = {kind: _shape(skeleton.members(kind), gpus_per_node, kind) for kind in KINDS}
-    pipe = skeleton.members("pipeline")
-    nodes = pipe // gpus_per_node
-    crosses = bool(plan.pipeline > 1 and (nodes[:, 1:] != nodes[:, :-1]).any())
-    return Placement(shapes["tensor"], shapes["data"], shapes["expert"], shapes["expert_data"], crosses,
+    return Placement(shapes["tensor"], shapes["data"], shapes["expert"], shapes["expert_data"],
                      pipeline=shapes["pipeline"], order=order, sizes=sizes, gpus_per_node=gpus_per_node)
