@@ -19,7 +19,6 @@ from twin.power.capping import clock_factor, power_cap_factor
 from twin.power.devices import gpu_power, node_power
 from twin.power.embodied import embodied, embodied_spec, llmcarbon_gpu_kg
 from twin.power.energy import facility_energy_kwh, gpu_tdp_energy_kwh, power_timeline, step_power
-from twin.power.infrastructure import fat_tree
 from twin.power.rack import cap_to_fit
 
 
@@ -134,12 +133,14 @@ def test_cap_to_fit_makes_a_rack_peak_exactly_at_its_limit():
     assert 4 * capped.peak_w == pytest.approx(25e3)
 
 
-def test_fat_tree_counts_follow_the_radix():
-    one = fat_tree(248, 64)                      # 1 SU of 31 DGX x 8 rails: RA gives 8 leaves, 4 spines
-    assert (one.leaf, one.spine, one.core) == (8, 4, 0)
-    big = fat_tree(16384, 64)                    # beyond 64 leaves a third tier appears
-    assert big.core > 0 and big.leaf == 512
-    assert fat_tree(1024, 64, 7.0).spine < fat_tree(1024, 64, 1.0).spine
+def test_switch_power_counts_the_fabric_models_switches(superpod_result):
+    """Power and topology describe one network: every leaf, spine, core and storage leaf of Result.fabric."""
+    r = superpod_result
+    infra, fab = r.power["infrastructure"], r.fabric
+    counted = sum(infra[part][tier] for part in ("compute_fabric", "storage_fabric") for tier in ("leaf", "spine", "core"))
+    assert counted == fab["leaves"] + fab["spines"] + fab["cores"] + fab["storage_leaves"]
+    assert infra["storage_fabric"]["leaf"] == fab["storage_leaves"] == 4     # one storage leaf per 32-node pod
+    assert infra["switches_w"] == pytest.approx(counted * infra["switch_w"])
 
 
 # -- power cap -----------------------------------------------------------------------------

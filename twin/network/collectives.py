@@ -241,6 +241,7 @@ class CommModel:
             "leaves": c.get("leaf", 0),
             "spines": c.get("spine", 0),
             "cores": c.get("core", 0),
+            "storage_leaves": c.get("sleaf", 0),
             "cables": {"node_leaf": c.get("cables_nic", 0) + c.get("cables_mgmt", 0),
                        "leaf_spine": c.get("cables_leaf-spine", 0), "spine_core": c.get("cables_spine-core", 0),
                        "storage": c.get("cables_storage", 0)},

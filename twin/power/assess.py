@@ -105,7 +105,7 @@ class PowerAssessment:
 
 
 def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: SiteInputs, time_s: float,
-           segments: list[dict[str, Any]] | None = None, fabric: dict[str, Any] | None = None,
+           segments: list[dict[str, Any]] | None, fabric: dict[str, Any],
            storage_named: bool = True) -> PowerAssessment:
     """Power of every device by phase, the run's energy, and its carbon and cost per country."""
     infra = infrastructure(cluster, fabric, storage_named)

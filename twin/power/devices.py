@@ -79,9 +79,9 @@ class SwitchPower:
     cage_w: float                        # per populated cage (two ports)
     source: str
 
-    def draw_w(self, ports_used: int | None = None) -> float:
-        used = self.ports if ports_used is None else min(self.ports, ports_used)
-        return self.base_w + self.cage_w * used / 2
+    def draw_w(self) -> float:
+        """Fully populated: every port's cage holds a transceiver (two ports per cage)."""
+        return self.base_w + self.cage_w * self.ports / 2
 
 
 def _power(value: object, where: str) -> float:
