@@ -31,12 +31,12 @@ optimizer.
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 import simpy
 
-from twin.engine.stage_costs import ChunkCost, StepCosts
+from twin.engine.stage_costs import StepCosts
 from twin.engine.step import StepBreakdown
 from twin.workload.plan import ParallelPlan
 
@@ -63,7 +63,6 @@ class IterationResult:
     breakdown: StepBreakdown
     timeline: tuple[Span, ...]
     peak_in_flight: tuple[int, ...]      # per stage: most micro-batch chunks whose activations are held at once
-    stage_busy_s: tuple[float, ...]      # per stage: time its compute stream is busy (passes and sends)
 
     def timeline_dicts(self) -> list[dict]:
         return [span.as_dict() for span in self.timeline]
@@ -107,12 +106,7 @@ def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches
 
 def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
     """Play one step; identical plans and costs are simulated once (cached)."""
-    return _simulate_cached(_costs_key(costs), _plan_key(plan))
-
-
-def _costs_key(costs: StepCosts) -> tuple:
-    return (tuple(astuple(c) for c in costs.chunks), costs.p2p_s, costs.dp_reduce_s, costs.dp_gather_s,
-            costs.zero_forward_s, costs.zero_backward_s, costs.optimizer_s, costs.overlap_slowdown)
+    return _simulate_cached(costs, _plan_key(plan))
 
 
 def _plan_key(plan: ParallelPlan) -> tuple:
@@ -120,12 +114,8 @@ def _plan_key(plan: ParallelPlan) -> tuple:
 
 
 @lru_cache(maxsize=64)
-def _simulate_cached(costs_key: tuple, plan_key: tuple) -> IterationResult:
-    chunks_raw, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, slowdown = costs_key
-    schedule, p, v, m, overlap = plan_key
-    chunks = [ChunkCost(*c) for c in chunks_raw]
-    costs = StepCosts(chunks, p2p_s, dp_reduce_s, dp_gather_s, zero_fwd_s, zero_bwd_s, optimizer_s, slowdown)
-    return _simulate(costs, schedule, p, v, m, overlap)
+def _simulate_cached(costs: StepCosts, plan_key: tuple) -> IterationResult:
+    return _simulate(costs, *plan_key)
 
 
 def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
@@ -278,7 +268,7 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
         bottleneck_stage=busiest,
     )
     spans.sort(key=lambda s: (s.stage, s.start_s, s.kind))
-    return IterationResult(breakdown, tuple(spans), tuple(in_flight_peak), tuple(busy))
+    return IterationResult(breakdown, tuple(spans), tuple(in_flight_peak))
 
 
 def _last_end(spans: list[Span], kind: str) -> float:

@@ -85,7 +85,8 @@ class ChunkCost:
 
 @dataclass(frozen=True)
 class StepCosts:
-    chunks: list[ChunkCost]          # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
+    """Hashable: identical costs are simulated once (``iteration.simulate_iteration``)."""
+    chunks: tuple[ChunkCost, ...]    # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
     p2p_s: float                     # one activation (or gradient) transfer between stages
     dp_reduce_s: float               # gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1), once per step
     dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO-1/2), once per step
@@ -93,6 +94,9 @@ class StepCosts:
     zero_backward_s: float           # ZeRO-3 parameter all-gather and ZeRO-2/3 gradient reduce-scatter, every backward
     optimizer_s: float
     overlap_slowdown: float = 0.0    # extra time of compute per second of a data-parallel collective running beside it
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", tuple(self.chunks))
 
     def overlapped_s(self, compute_s: float, comm_s: float) -> float:
         """Compute and a collective on its own stream, started together: the longer of the two,

@@ -31,7 +31,6 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from twin import catalog
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
@@ -43,14 +42,6 @@ from twin.workload.placement import GroupShape, Placement
 _TIER_NAMES = {TIERS.index("nvlink"): "node", TIERS.index("pcie"): "node", TIERS.index("nic"): "leaf",
                TIERS.index("leaf-spine"): "spine", TIERS.index("spine-core"): "core"}
 _REACH_ORDER = ("none", "node", "leaf", "spine", "core")
-
-
-def nvls_efficiency(efficiency: Efficiency) -> float:
-    """The NVLS efficiency: the Efficiency field when it has one, else the catalog's value."""
-    value = getattr(efficiency, "nvls", None)
-    if value is None:
-        value = float(catalog.table("calibration")["nvls"]["value"])
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -133,7 +124,7 @@ class CommModel:
                 phases = None
             else:
                 phases = alg.all_reduce_phases(algorithm, members, gpn,
-                                               self.efficiency.nvlink / nvls_efficiency(self.efficiency))
+                                               self.efficiency.nvlink / self.efficiency.nvls)
         elif op in ("reduce_scatter", "all_gather"):
             phases = [alg.ring_phase(members, gpn, 1.0, 1)]
         elif op == "broadcast":
