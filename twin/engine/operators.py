@@ -25,6 +25,8 @@ from twin.hardware.specs import GPUSpec
 # Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
 # inputs and write bf16 outputs; the roofline counts inputs at 1 B).
 OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+# Bytes per element of a GEMM's output: the activation precision (16 bits under fp8).
+OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0}
 # FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
 # GEMM's activation input to fp8 in a separate kernel before the GEMM: read 2 B, write
 # 1 B per element. Weights are cast once per step (negligible over many micro-batches).
@@ -69,7 +71,7 @@ class OperatorModel:
         """``count`` GEMMs of (m×k)·(k×n)."""
         flops = 2.0 * m * n * k
         operand = OPERAND_BYTES[self.precision]
-        moved = operand * (m * k + k * n) + 2.0 * m * n
+        moved = operand * (m * k + k * n) + OUTPUT_BYTES[self.precision] * m * n
         cast = FP8_CAST_BYTES_PER_ELEMENT * m * k / self.memory_Bps if self.precision == "fp8" else 0.0
         return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)
 

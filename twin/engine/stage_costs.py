@@ -132,7 +132,7 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     heads_local = a / t
     if attention != "standard":
         # FlashAttention skips the masked half of a causal s×s matrix.
-        core_fwd = ops.attention_s(4.0 * b * s * s * h / t / 2)
+        core_fwd = ops.attention_s(tokens * model.layer_attention_flops_per_token(s) / t / 2)
         core_bwd = FLASH_BACKWARD_FACTOR * core_fwd
     else:
         core_fwd = (ops.matmul_s(s, s, model.head_dim, count=b * heads_local)
