@@ -18,7 +18,7 @@ from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, cluster_spec
 from twin.network.collectives import CommModel
-from twin.power.assess import SiteInputs, assess
+from twin.power.assess import assess
 from twin.power.capping import power_cap_factor
 from twin.results import Result
 from twin.scenario import Scenario, Training, load_scenario, parse_scenario
@@ -154,7 +154,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
 
     # Power, energy, carbon and cost (twin.power): over the job's timeline when it has one.
     fabric = b.comm.summary()
-    pw = assess(cluster, step, gpus_used, SiteInputs.of(sc.site), time_s, timeline.get("segments"), fabric,
+    pw = assess(cluster, step, gpus_used, sc.site, time_s, timeline.get("segments"), fabric,
                 storage_named=sc.cluster.storage is not None)
     warnings.extend(pw.warnings)
     sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()

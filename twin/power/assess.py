@@ -9,7 +9,7 @@ country (``cost``). The API calls it once per result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
@@ -28,40 +28,8 @@ from twin.power.energy import (
 )
 from twin.power.infrastructure import infrastructure
 from twin.power.rack import rack_power, rack_warning
+from twin.scenario import Site
 from twin.units import JOULES_PER_KWH
-
-Accounting = Literal["full", "gpu-tdp"]
-
-
-@dataclass(frozen=True)
-class SiteInputs:
-    """What the power layer reads from ``Scenario.site``."""
-    country: str = "US"
-    pue: float = 1.58
-    compare: tuple[str, ...] = ()
-    carbon_intensity: float | None = None
-    electricity_price: tuple[float, str] | None = None
-    gpu_hour_price: tuple[float, str] | None = None
-    accounting: Accounting = "full"
-    embodied: bool = False
-    embodied_method: str = "bloom"
-    embodied_gpu_kg: float | None = None
-    embodied_server_kg: float | None = None
-    lifetime_years: float | None = None
-    utilization: float | None = None
-
-    @classmethod
-    def of(cls, site: Any) -> "SiteInputs":
-        emb = getattr(site, "embodied", None)
-        return cls(
-            country=site.country, pue=site.pue, compare=tuple(site.compare),
-            carbon_intensity=site.carbon_intensity, electricity_price=site.electricity_price,
-            gpu_hour_price=site.gpu_hour_price, accounting=getattr(site, "accounting", "full"),
-            embodied=bool(emb and emb.enabled), embodied_method=getattr(emb, "method", "bloom"),
-            embodied_gpu_kg=getattr(emb, "gpu_kg", None), embodied_server_kg=getattr(emb, "server_kg", None),
-            lifetime_years=getattr(emb, "lifetime_years", None), utilization=getattr(emb, "utilization", None),
-        )
-
 
 @dataclass(frozen=True)
 class PowerAssessment:
@@ -104,7 +72,7 @@ class PowerAssessment:
         return out
 
 
-def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: SiteInputs, time_s: float,
+def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: Site, time_s: float,
            segments: list[dict[str, Any]] | None, fabric: dict[str, Any],
            storage_named: bool = True) -> PowerAssessment:
     """Power of every device by phase, the run's energy, and its carbon and cost per country."""
@@ -134,9 +102,9 @@ def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: Site
     countries = country_figures([site.country, *site.compare], facility_kwh, rental,
                                 site.carbon_intensity, site.electricity_price)
     emb = None
-    if site.embodied:
-        spec = embodied_spec(gpu, site.embodied_method, site.embodied_gpu_kg, site.embodied_server_kg,
-                             site.lifetime_years, site.utilization)
+    asked = site.embodied
+    if asked.enabled:
+        spec = embodied_spec(gpu, asked.method, asked.gpu_kg, asked.server_kg, asked.lifetime_years, asked.utilization)
         emb = embodied(spec, reserved_gpu_hours, cluster.node.gpus)
 
     node = power.node
