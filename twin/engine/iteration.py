@@ -134,7 +134,7 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
             delivered[key] = env.event()
         return delivered[key]
 
-    stage_layers = [sum(chunks[s + p * k].layers for k in range(v)) for s in range(p)]
+    stage_layers = [sum(c.layers for c in costs.stage_chunks(s, p)) for s in range(p)]
     max_stage_layers = max(stage_layers) or 1
     compute_end = [0.0] * p
     busy = [0.0] * p

@@ -233,7 +233,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
         gather = over_dp(comm.all_gather_s, param_bytes)
         zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s, grad_bytes)
 
-    shard = (dense / plan.data + expert / max(1, plan.data // plan.expert)) if plan.zero >= 1 else dense + expert
+    shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
     optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
     slowdown = 1.0 / ops.efficiency.overlap_compute - 1.0
     return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero_fwd, zero_bwd, optimizer, slowdown)

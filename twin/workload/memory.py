@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from twin.workload.model import ModelSpec
-from twin.workload.plan import ParallelPlan, stage_layers
+from twin.workload.plan import ParallelPlan, layers_on_stage
 
 # CUDA context, NCCL communicator buffers and allocator fragmentation that a
 # training process holds beyond its tensors. Assumption (docs/limits.md): the
@@ -61,15 +61,14 @@ class MemoryBreakdown:
 
 def stage_params(model: ModelSpec, plan: ParallelPlan, stage: int) -> tuple[float, float]:
     """(dense, expert) parameters held by one GPU of ``stage`` (TP and EP shards)."""
-    chunks = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
-    layers = sum(chunks[stage + plan.pipeline * k] for k in range(plan.virtual_stages))
+    layers = layers_on_stage(model.layers, plan, stage)
     dense = layers * model.dense_params_per_layer / plan.tensor
     expert = layers * model.expert_params_per_layer / (plan.tensor * plan.expert)
     if stage == 0:
         dense += model.embedding_params / plan.tensor
     if stage == plan.pipeline - 1:
         head = model.head_params if not model.tied_embeddings or plan.pipeline == 1 else model.embedding_params
-        dense += (head + model.hidden) / plan.tensor
+        dense += (head + model.final_norm_params) / plan.tensor
     return dense, expert
 
 
@@ -123,16 +122,13 @@ def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attenti
 def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, stage: int) -> MemoryBreakdown:
     w_b, g_b, o_b = state_bytes_per_param(precision)
     dense, expert = stage_params(model, plan, stage)
-    dp_dense = plan.data
-    dp_expert = max(1, plan.data // plan.expert)
 
     def sharded(bytes_per_param: float, level: int) -> float:
         if plan.zero >= level:
-            return bytes_per_param * (dense / dp_dense + expert / dp_expert)
+            return bytes_per_param * (dense / plan.data + expert / plan.expert_data)
         return bytes_per_param * (dense + expert)
 
-    chunks = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
-    layers = sum(chunks[stage + plan.pipeline * k] for k in range(plan.virtual_stages))
+    layers = layers_on_stage(model.layers, plan, stage)
     act_scale = activation_bytes_per_element(precision) / 2.0
     in_flight = microbatches_in_flight(plan, stage)
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor

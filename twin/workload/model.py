@@ -65,6 +65,11 @@ class ModelSpec:
         return 2 * self.hidden * (2 if self.norm == "layernorm" else 1)
 
     @property
+    def final_norm_params(self) -> int:
+        """The norm after the last layer."""
+        return self.hidden * (2 if self.norm == "layernorm" else 1)
+
+    @property
     def router_params_per_layer(self) -> int:
         return self.hidden * self.experts if self.is_moe else 0
 
@@ -90,13 +95,13 @@ class ModelSpec:
     def params(self) -> int:
         """Total parameters (all experts)."""
         per_layer = self.dense_params_per_layer + self.expert_params_per_layer
-        return self.layers * per_layer + self.embedding_params + self.head_params + self.hidden
+        return self.layers * per_layer + self.embedding_params + self.head_params + self.final_norm_params
 
     @property
     def active_params(self) -> int:
         """Parameters touched per token (top_k experts)."""
         per_layer = self.dense_params_per_layer + self.top_k * self.ffn_params_per_expert
-        return self.layers * per_layer + self.embedding_params + self.head_params + self.hidden
+        return self.layers * per_layer + self.embedding_params + self.head_params + self.final_norm_params
 
     # -- FLOPs per token, forward --------------------------------------------------------
     def layer_linear_flops_per_token(self) -> float:

@@ -46,6 +46,11 @@ class ParallelPlan:
     def tokens_per_step(self) -> int:
         return self.global_batch * self.seq_len
 
+    @property
+    def expert_data(self) -> int:
+        """Replicas of each expert's weights: data-parallel ranks over expert-parallel ones."""
+        return max(1, self.data // self.expert)
+
     def describe(self) -> str:
         parts = [f"TP{self.tensor}", f"PP{self.pipeline}", f"DP{self.data}"]
         if self.expert > 1:
@@ -72,6 +77,11 @@ def stage_layers(layers: int, pipeline: int, virtual_stages: int = 1) -> list[in
     chunks = pipeline * virtual_stages
     base, extra = divmod(layers, chunks)
     return [base + (1 if i < extra else 0) for i in range(chunks)]
+
+
+def layers_on_stage(layers: int, plan: "ParallelPlan", stage: int) -> int:
+    """Layers a pipeline stage holds over its virtual chunks (chunk i sits on stage i % pipeline)."""
+    return sum(stage_layers(layers, plan.pipeline, plan.virtual_stages)[stage::plan.pipeline])
 
 
 def resolve_plan(par: Parallelism, model: ModelSpec, cluster: ClusterSpec,
