@@ -10,7 +10,6 @@ from twin.scenario import Cluster
 from twin.units import parse_quantity
 
 # Precisions whose tensor-core peak a training step uses; fp16/bf16 share a peak.
-PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "int8")
 
 # When no idle power is measured for a GPU, idle = this fraction of TDP.
 # Calibrated on the two measured GPUs: H100 SXM 69/700 W = 0.099, A100 SXM4 62/400 W = 0.155.
@@ -102,10 +101,6 @@ class ClusterSpec:
     @property
     def gpus(self) -> int:
         return self.nodes * self.node.gpus
-
-    @property
-    def racks(self) -> int:
-        return math.ceil((self.nodes + self.spare_nodes) / self.nodes_per_rack)
 
 
 def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:

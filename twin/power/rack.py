@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from twin.power.energy import ClusterPower
 
@@ -47,17 +46,6 @@ class RackPower:
             return 0
         return sum(g.racks for g in self.groups if g.peak_w > self.limit_w)
 
-    def per_rack(self) -> list[dict[str, float]]:
-        """One row per rack, in rack order (for figures)."""
-        rows = []
-        for g in self.groups:
-            rows.extend({"avg_w": g.avg_w, "peak_w": g.peak_w} for _ in range(g.racks))
-        return rows
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"racks": self.racks, "nodes_per_rack": self.nodes_per_rack, "limit_w": self.limit_w,
-                "avg_w": self.avg_w, "peak_w": self.peak_w, "over_limit": self.over_limit,
-                "groups": [g.__dict__ for g in self.groups]}
 
 
 def rack_power(power: ClusterPower, nodes_per_rack: int, limit_w: float | None) -> RackPower:
