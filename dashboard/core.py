@@ -21,6 +21,7 @@ from twin.api import catalog_names, simulate
 from twin.errors import ScenarioError, TwinError
 from twin.scenario import Scenario, parse_scenario, with_overrides
 from twin.scenario import parse_yaml as scenario_yaml
+from twin.units import SECONDS_PER_MINUTE
 
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -121,7 +122,7 @@ def knobs_from(scenario: Scenario) -> Knobs:
         zero=p.zero, precision=t.precision, tokens_billion=t.tokens / 1e9,
         country=scenario.site.country, pue=scenario.site.pue,
         gpu_power_cap_w=c.gpu_power_cap or 0.0,
-        checkpoint_min=0.0 if interval == "auto" else interval / 60.0,
+        checkpoint_min=0.0 if interval == "auto" else interval / SECONDS_PER_MINUTE,
         failures=scenario.failures.enabled, failure_profile=scenario.failures.profile,
     )
 

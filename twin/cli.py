@@ -13,6 +13,7 @@ from pathlib import Path
 
 from twin import __version__, catalog
 from twin.errors import ScenarioError
+from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -58,8 +59,8 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
         for name in catalog.names("nodes"):
             n = node_spec(name)
             rows.append([name, f"{n.gpus}x {n.gpu.name}", n.intra,
-                         f"{n.compute_nics.count}x {n.compute_nics.line_rate_Bps * 8 / 1e9:.0f} Gb/s",
-                         f"{n.storage_nics.count}x {n.storage_nics.line_rate_Bps * 8 / 1e9:.0f} Gb/s",
+                         f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
+                         f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.max_power_w / 1e3:.1f}", n.cpu])
         return header, rows
     header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]

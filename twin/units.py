@@ -22,6 +22,7 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 BITS_PER_BYTE = 8.0
+SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
 JOULES_PER_KWH = 3.6e6
@@ -129,8 +130,8 @@ def fmt_duration(seconds: float) -> str:
         return f"{seconds / SECONDS_PER_DAY:.1f} days"
     if seconds >= 2 * SECONDS_PER_HOUR:
         return f"{seconds / SECONDS_PER_HOUR:.1f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
+    if seconds >= 2 * SECONDS_PER_MINUTE:
+        return f"{seconds / SECONDS_PER_MINUTE:.0f} min"
     if seconds >= 1:
         return f"{seconds:.2f} s"
     return f"{seconds * 1e3:.1f} ms"

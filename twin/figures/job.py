@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from twin.units import SECONDS_PER_DAY
+from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 PHASE_COLOURS = {"train": "#0072B2", "checkpoint": "#E69F00", "restart": "#D55E00", "repair_wait": "#CC79A7"}
 
@@ -33,7 +33,8 @@ def job_timeline_figure(result: dict[str, Any]) -> go.Figure:
             x=[(s["end_s"] - s["start_s"]) / SECONDS_PER_DAY for s in chosen],
             y=["job"] * len(chosen),
             marker_color=colour,
-            customdata=[[s["start_s"] / 3600, (s["end_s"] - s["start_s"]) / 60] for s in chosen],
+            customdata=[[s["start_s"] / SECONDS_PER_HOUR, (s["end_s"] - s["start_s"]) / SECONDS_PER_MINUTE]
+                        for s in chosen],
             hovertemplate=f"{phase}<br>from hour %{{customdata[0]:.2f}}, %{{customdata[1]:.1f}} min<extra></extra>",
         ))
     failures = [e for e in events if e["kind"] == "failure"]
