@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.units import BITS_PER_BYTE, fmt_si
+
 _REACH_WORDS = {"none": "-", "node": "inside a node (NVLink/PCIe)", "leaf": "across nodes, one leaf",
                 "spine": "across leaves (spines)", "core": "across pods (core)"}
-
-
-def _gbps(value_Bps: float) -> str:
-    return f"{value_Bps / 1e9:,.0f} GB/s"
 
 
 def describe(fabric: dict[str, Any]) -> str:
@@ -18,13 +16,13 @@ def describe(fabric: dict[str, Any]) -> str:
     cables = f.get("cables", {})
     lines = [
         f"Fabric        {f['topology']}: {f['nodes']} nodes, {f['gpus']} GPUs, {f['nics']} compute NICs at "
-        f"{f['link_Bps'] * 8 / 1e9:.0f} Gb/s",
+        f"{fmt_si(f['link_Bps'] * BITS_PER_BYTE, 'b/s')}",
         f"Switches      {f['leaves']} leaves, {f['spines']} spines, {f['cores']} cores"
         f" in {f['scalable_units']} scalable unit(s) of {f['nodes_per_su']} node slots"
         + (f"; {f['nvswitch_chips']} NVSwitch chips" if f.get("nvswitch_chips") else ""),
         f"Cables        node/UFM-leaf {cables.get('node_leaf', 0):,}, leaf-spine {cables.get('leaf_spine', 0):,}, "
         f"spine-core {cables.get('spine_core', 0):,}, storage {cables.get('storage', 0):,}",
-        f"Bandwidth     injection {_gbps(f['injection_Bps'])}, bisection {_gbps(f['bisection_Bps'])} "
+        f"Bandwidth     injection {fmt_si(f['injection_Bps'], 'B/s')}, bisection {fmt_si(f['bisection_Bps'], 'B/s')} "
         f"(oversubscription 1:{f['oversubscription']:g})",
     ]
     groups = f.get("groups") or {}
@@ -37,7 +35,7 @@ def describe(fabric: dict[str, Any]) -> str:
             rows.append([kind, str(g["size"]), str(g["count"]), str(g["ranks_per_node"]), str(g["nodes"]),
                          _REACH_WORDS.get(g["reach"], g["reach"]), g.get("algorithm", "p2p" if kind == "pipeline"
                                                                            else "all-to-all"),
-                         _gbps(g["busbw_Bps"])])
+                         fmt_si(g["busbw_Bps"], "B/s")])
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
