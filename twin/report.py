@@ -17,7 +17,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 def summary(r: Result) -> str:
     """The terminal summary of a run: every number with its unit."""
     out = [f"twin — {r.scenario}", ""]
-    out.append(f"Cluster       {r.gpus_total} GPUs, {r.gpus_used} used; plan {r.plan.get('description', '')}")
+    out.append(f"Cluster       {r.gpus_total:,} GPUs, {r.gpus_used:,} used; plan {r.plan.get('description', '')}")
     bd = r.memory_breakdown_bytes
     fit = "fits" if r.memory_fits else "DOES NOT FIT"
     out.append(f"Memory/GPU    {fmt_bytes(r.memory_per_gpu_bytes)} of {fmt_bytes(r.memory_capacity_bytes)} — {fit} "
