@@ -25,11 +25,11 @@ class InlineModel(Strict):
 
 
 def _model_kind(value: Any) -> str:
-    return "inline" if isinstance(value, dict) else "name"
+    return "inline-model" if isinstance(value, dict) else "catalog-model"
 
 
 # A catalog name, or a mapping describing the model inline.
-ModelChoice = Annotated[Union[Annotated[str, Tag("name")], Annotated[InlineModel, Tag("inline")]],
+ModelChoice = Annotated[Union[Annotated[str, Tag("catalog-model")], Annotated[InlineModel, Tag("inline-model")]],
                         Discriminator(_model_kind)]
 
 Degree = number(integer=True, ge="1", le="65536", why="2^16 ranks")
