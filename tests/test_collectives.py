@@ -265,3 +265,27 @@ def test_hierarchical_all_reduce_matches_its_hand_computed_phases():
     expected = 2 * 31 / 32 / seconds_per_byte
     assert c.busbw_Bps(GroupShape(32, 8), algorithm="hierarchical") == pytest.approx(expected, rel=0.01)
     assert c.algorithm(GIB4, GroupShape(32, 8)) == "ring"          # the multi-rail ring beats it here
+
+
+def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
+    """The cluster's fabric and its memoised rates are shared by every plan; sharing changes no number."""
+    from twin.network.fabric import cluster_fabric, cluster_graph
+    from twin.workload.placement import place
+    from twin.workload.plan import ParallelPlan
+
+    cluster = cluster_spec(Cluster(node="dgx-h100", nodes=8, fabric={"topology": "fat-tree", "nodes_per_su": 4,
+                                                                     "oversubscription": 2}))
+    sizes = (2**20, 3 * 2**27)
+    for t, p, d, order in [(8, 2, 4, "tp-dp-pp"), (4, 4, 4, "tp-pp-dp"), (8, 2, 4, "dp-tp-pp"), (2, 1, 32, "tp-dp-pp")]:
+        plan = ParallelPlan(t, p, d, 1, 1, 1, "1f1b", t > 1, "selective", 1, True, 64 * d, 4096)
+        placement = place(plan, 8, order)
+        shared = CommModel(cluster, EFF, placement)
+        fresh = CommModel(cluster, EFF, placement, graph=cluster_graph(cluster))
+        assert shared.fabric is cluster_fabric(cluster, EFF) and fresh.fabric is not shared.fabric
+        for size in sizes:
+            for kind in ("tensor", "data", "pipeline"):
+                shape = getattr(placement, kind)
+                assert shared.all_reduce_s(size, shape) == fresh.all_reduce_s(size, shape)
+                assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
+                assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
+        assert shared.summary() == fresh.summary()

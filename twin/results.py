@@ -112,6 +112,33 @@ class Result:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
 
 
+@dataclass(frozen=True)
+class PlanEstimate:
+    """One parallel plan in closed form, without failures: a plan search's first pass."""
+    plan: ParallelPlan
+    step: StepBreakdown
+    memory: MemoryBreakdown
+    memory_capacity_bytes: float
+    tokens_per_s: float
+    mfu: float
+    time_to_train_s: float           # the ideal run: tokens / throughput
+    gpu_hours: float
+    energy_facility_kwh: float
+    peak_power_it_w: float
+    country: str                     # the site's
+    carbon_kg: float
+    cost_eur: float | None           # the site's total: energy, plus rental when priced
+    rental_cost_eur: float | None
+
+    @property
+    def memory_per_gpu_bytes(self) -> float:
+        return self.memory.total_bytes
+
+    @property
+    def memory_fits(self) -> bool:
+        return self.memory.total_bytes <= self.memory_capacity_bytes
+
+
 def _plain(record: Any) -> Any:
     """A dataclass record (nested records, lists and maps of them) as plain JSON-able values."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of
 from twin.calibration import Efficiency
@@ -14,18 +14,37 @@ from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
-from twin.network.collectives import CommModel
+from twin.network.collectives import CommModel, FabricSummary
 from twin.power.assess import assess
 from twin.power.capping import power_cap_factor
-from twin.results import Result
+from twin.power.site import SiteSpec
+from twin.results import PlanEstimate, Result
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
-from twin.workload.plan import ParallelPlan, resolve_plan
+from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
 
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a training scenario fixes before a parallel plan is chosen: built once, priced for many plans."""
+    scenario: Scenario
+    cluster: ClusterSpec
+    model: ModelSpec
+    efficiency: Efficiency
+    ops: OperatorModel
+    implementation: Implementation
+    site: SiteSpec
+    fabric: FabricSummary            # the cluster's fabric without a job on it (switch counts for power)
+
+    @property
+    def request(self) -> PlanRequest:
+        """The parallel plan the scenario itself asks for."""
+        return plan_request_of(self.scenario.training.parallelism)
 
 
 @dataclass(frozen=True)
@@ -43,8 +62,8 @@ class Built:
     memory: MemoryBreakdown
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+def prepare(scenario: Scenario) -> Prepared:
+    """Hardware, model, operator model and site of a training scenario, for any parallel plan."""
     tr = scenario.training
     cluster = cluster_of(scenario.cluster)
     model = model_of(tr.model)
@@ -55,16 +74,59 @@ def build(scenario: Scenario) -> Built:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
-    request = plan_request_of(tr.parallelism)
-    plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
-    placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
     ops = OperatorModel(gpu, tr.precision, efficiency,
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
-    comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast))
-    memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
-    return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
+    return Prepared(scenario, cluster, model, efficiency, ops, Implementation(tr.kernels, tr.autocast),
+                    site_of(scenario.site), CommModel(cluster, efficiency).summary())
+
+
+def build_plan(prepared: Prepared, request: PlanRequest) -> Built:
+    """Plan, placement, per-stage costs and memory of one parallel plan on a prepared scenario.
+
+    Raises ``InfeasibleError`` for a plan the model, the batch or the cluster cannot split.
+    """
+    p, tr = prepared, prepared.scenario.training
+    plan = resolve_plan(request, p.model, p.cluster, tr.global_batch, tr.seq_len)
+    placement = place(plan, p.cluster.node.gpus, request.order)
+    comm = CommModel(p.cluster, p.efficiency, placement)
+    costs = step_costs(p.model, plan, p.ops, comm, placement, p.implementation)
+    memory = memory_per_gpu(p.model, plan, tr.precision, tr.attention)
+    return Built(p.scenario, p.cluster, p.model, plan, placement, p.efficiency, p.ops, comm, costs, memory)
+
+
+def build(scenario: Scenario) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+    prepared = prepare(scenario)
+    return build_plan(prepared, prepared.request)
+
+
+def estimate(prepared: Prepared, request: PlanRequest) -> PlanEstimate:
+    """One plan in closed form, without failures: the fast first pass of a plan search.
+
+    The step is the analytic schedule (``engine.step``) and the run its ideal length
+    (tokens ÷ throughput); power, energy, carbon and cost are the site's for that run.
+    The same figures as ``simulate`` with ``closed_form`` when failures are off.
+    """
+    built = build_plan(prepared, request)
+    step = step_time(built.costs, built.plan)
+    tr, plan, cluster = prepared.scenario.training, built.plan, prepared.cluster
+    ideal_s = tr.tokens / (plan.tokens_per_step / step.step_s)
+    pw = assess(cluster, step, plan.gpus, replace(prepared.site, compare=()), ideal_s, None, prepared.fabric)
+    site = pw.site
+    return PlanEstimate(
+        plan=plan, step=step, memory=built.memory, memory_capacity_bytes=cluster.node.gpu.memory_bytes,
+        tokens_per_s=plan.tokens_per_step / step.step_s,
+        mfu=_model_flops(built) / step.step_s / plan.gpus / 1e12 * 1e12 / cluster.node.gpu.peak(tr.precision),
+        time_to_train_s=ideal_s, gpu_hours=plan.gpus * ideal_s / SECONDS_PER_HOUR,
+        energy_facility_kwh=pw.energy_facility_kwh, peak_power_it_w=pw.peak_power_it_w,
+        country=site.code, carbon_kg=site.carbon_kg, cost_eur=site.total_cost_eur,
+        rental_cost_eur=pw.rental_cost_eur)
+
+
+def _model_flops(b: Built) -> float:
+    """Model FLOPs of one step (no recomputation counted)."""
+    return b.model.model_flops_per_token(b.scenario.training.seq_len) * b.plan.tokens_per_step
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
@@ -101,7 +163,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     gpu = cluster.node.gpu
     gpus_used = plan.gpus
     tokens_per_s = plan.tokens_per_step / step.step_s
-    model_flops = model.model_flops_per_token(tr.seq_len) * plan.tokens_per_step
+    model_flops = _model_flops(b)
     hardware_flops = model.hardware_flops_per_token(tr.seq_len, plan.recompute) * plan.tokens_per_step
     peak = gpu.peak(tr.precision)
     model_tflops = model_flops / step.step_s / gpus_used / 1e12

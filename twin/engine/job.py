@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import simpy
@@ -387,8 +388,13 @@ class JobStats:
         return np.array([self.ideal_s / s.wall_s for s in self.samples])
 
 
+@lru_cache(maxsize=64)
 def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
-    """``samples`` runs with seeds derived from ``seed``; the median run is replayed with its timeline."""
+    """``samples`` runs with seeds derived from ``seed``; the median run is replayed with its timeline.
+
+    Identical jobs are simulated once (cached): scenarios that differ only in their site
+    (country, PUE, prices) share their job. Treat the returned samples as read-only.
+    """
     seeds = np.random.SeedSequence(seed).spawn(samples)
     runs = [simulate_job(spec, np.random.default_rng(s)) for s in seeds]
     order = np.argsort([r.wall_s for r in runs], kind="stable")

@@ -25,7 +25,7 @@ nodes with sibling groups on the node's other GPUs. Given the job's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import networkx as nx
 import numpy as np
 
@@ -33,7 +33,7 @@ from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
-from twin.network.fabric import TIERS, Fabric, cluster_graph
+from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
 from twin.workload.placement import GroupShape, Placement
 
@@ -44,17 +44,12 @@ _REACH_ORDER = ("none", "node", "leaf", "spine", "core")
 
 @dataclass(frozen=True)
 class PhaseRate:
+    """One phase of a collective on the fabric: under a protocol it takes
+    ``latency + volume · S / (protocol bandwidth · rate)`` for a collective of S bytes."""
     rate_Bps: float              # slowest group's progress rate (bus bandwidth for ring all-reduce)
     volume: float
     hops: alg.Hops
     reach: str                   # highest tier the traffic climbs: node, leaf, spine, core
-
-    def time_s(self, size_bytes: float, protocol: str = "simple") -> float | None:
-        latency = self.hops.latency_s(protocol)
-        if latency is None:
-            return None
-        bandwidth = alg.PROTOCOLS[protocol].bandwidth * self.rate_Bps
-        return latency + self.volume * size_bytes / bandwidth
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,10 +63,11 @@ class CommModel:
     # -- set-up ----------------------------------------------------------------------------
     @property
     def fabric(self) -> Fabric:
+        """The cluster's shared compiled fabric, or this model's own for a graph passed in."""
         fab = self._cache.get("fabric")
         if fab is None:
-            graph = self.graph if self.graph is not None else cluster_graph(self.cluster)
-            fab = Fabric(graph, self.efficiency)
+            fab = (Fabric(self.graph, self.efficiency) if self.graph is not None
+                   else cluster_fabric(self.cluster, self.efficiency))
             self._cache["fabric"] = fab
         return fab
 
@@ -87,13 +83,20 @@ class CommModel:
             return self.placement.members(group.kind)
         return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
+    def _groups_key(self, group: GroupShape) -> tuple:
+        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo."""
+        if self.placement is not None and group.kind:
+            return ("placed", self.placement.sizes, self.placement.order, group.kind)
+        return ("bare", group.ranks, group.ranks_per_node)
+
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
-        """A phase's slowest-group rate; phases of one pattern on one group kind are routed once."""
-        key = ("rate", group, phase.pattern, phase.intra_scale)
-        shared = self._cache.get(key) if phase.pattern else None
+        """A phase's slowest-group rate; phases of one pattern on one set of groups are routed once per fabric."""
+        key = ("rate", self._groups_key(group), phase.pattern, phase.intra_scale)
+        memo = self.fabric.memo
+        shared = memo.get(key) if phase.pattern else None
         if shared is None:
             shared = self._route_and_share(phase)
-            self._cache[key] = shared
+            memo[key] = shared
         rate, reach = shared
         return PhaseRate(rate, phase.volume, phase.hops, reach)
 
@@ -112,9 +115,10 @@ class CommModel:
         return float(rates.min()), reach
 
     def _phases(self, op: str, group: GroupShape, algorithm: str) -> list[PhaseRate] | None:
-        key = (op, group, algorithm)
-        if key in self._cache:
-            return self._cache[key]
+        key = (op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls)
+        memo = self.fabric.memo
+        if key in memo:
+            return memo[key]
         members = self.members(group)
         gpn = self.cluster.node.gpus
         if op == "all_reduce":
@@ -134,23 +138,42 @@ class CommModel:
         else:
             raise ValueError(op)
         result = [self._rate(p, group) for p in phases] if phases else None
-        self._cache[key] = result
+        memo[key] = result
         return result
 
-    def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
+    def _candidates(self, op: str, group: GroupShape, algorithm: str | None) -> list[tuple[str, list[tuple]]]:
+        """Every (algorithm, protocol) that applies, as (algorithm, [(latency, volume, bandwidth) per phase]).
+
+        Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
+        """
+        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls)
+        memo = self.fabric.memo
+        found = memo.get(key)
+        if found is not None:
+            return found
         names = ((algorithm,) if algorithm else alg.ALL_REDUCE_ALGORITHMS) if op == "all_reduce" else ("ring",)
-        best = (float("inf"), "")
+        found = []
         for name in names:
             phases = self._phases(op, group, name)
             if phases is None:
                 continue
-            for protocol in alg.PROTOCOLS:        # the fastest protocol, as NCCL's tuner picks
-                times = [p.time_s(size_bytes, protocol) for p in phases]
-                if any(t is None for t in times):
+            for protocol, proto in alg.PROTOCOLS.items():      # the fastest protocol, as NCCL's tuner picks
+                latencies = [p.hops.latency_s(protocol) for p in phases]
+                if any(t is None for t in latencies):
                     continue
-                t = sum(times)
-                if t < best[0]:
-                    best = (t, name)
+                found.append((name, [(lat, p.volume, proto.bandwidth * p.rate_Bps)
+                                     for lat, p in zip(latencies, phases)]))
+        memo[key] = found
+        return found
+
+    def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
+        """The fastest candidate at ``size_bytes``: (seconds, algorithm); each phase costs
+        ``latency + volume · S / bandwidth`` (``PhaseRate.time_s``)."""
+        best = (float("inf"), "")
+        for name, phases in self._candidates(op, group, algorithm):
+            t = sum([latency + volume * size_bytes / bandwidth for latency, volume, bandwidth in phases])
+            if t < best[0]:
+                best = (t, name)
         if not best[1]:
             raise ValueError(f"algorithm {algorithm!r} does not apply to {op} over {group}")
         return best
@@ -217,8 +240,6 @@ class CommModel:
 
     def summary(self, sizes_bytes: dict[str, float] | None = None) -> "FabricSummary":
         """The fabric and where each parallel group lands (the ``Result.fabric`` record)."""
-        g = self.fabric.graph
-        c = topology.counts(g)
         groups: dict[str, GroupSummary] = {}
         if self.placement is not None:
             p = self.placement
@@ -243,7 +264,18 @@ class CommModel:
                     nodes=shape.nodes, reach=reach, crosses_nodes=level >= _REACH_ORDER.index("leaf"),
                     crosses_leaves=level >= _REACH_ORDER.index("spine"), crosses_spines=reach == "core",
                     busbw_Bps=busbw, algorithm=algorithm)
-        return FabricSummary(
+        return replace(self._bare_summary(), groups=groups,
+                       order=self.placement.order if self.placement is not None else None)
+
+    def _bare_summary(self) -> "FabricSummary":
+        """The fabric without a job on it: counts, capacities and scalable units (once per fabric)."""
+        memo = self.fabric.memo
+        found = memo.get(("summary",))
+        if found is not None:
+            return found
+        g = self.fabric.graph
+        c = topology.counts(g)
+        found = memo[("summary",)] = FabricSummary(
             topology=g.graph.get("topology", ""),
             nodes=int(g.graph["nodes"]),
             gpus=c.get("gpu", 0),
@@ -263,10 +295,11 @@ class CommModel:
             injection_Bps=topology.injection_Bps(g),
             bisection_Bps=topology.bisection_Bps(g),
             spine_scope="global" if c.get("core", 0) == 0 else "su",
-            su=_su_rows(g),
-            groups=groups,
-            order=self.placement.order if self.placement is not None else None,
+            su=tuple(_su_rows(g)),
+            groups={},
+            order=None,
         )
+        return found
 
     def storage_write_s(self, bytes_per_node: float, nodes: int | None = None) -> float:
         """Every node (or the first ``nodes``) writing ``bytes_per_node`` to storage at once."""
@@ -369,6 +402,6 @@ class FabricSummary:
     injection_Bps: float
     bisection_Bps: float
     spine_scope: str             # global | su
-    su: list[ScalableUnit]
+    su: tuple[ScalableUnit, ...]
     groups: dict[str, GroupSummary]
     order: str | None = None     # rank order of the placement

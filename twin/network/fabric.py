@@ -46,11 +46,32 @@ def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: floa
                           storage_write_Bps)
 
 
+def _graph_key(cluster: ClusterSpec) -> tuple:
+    """What the topology graph of a cluster depends on."""
+    f = cluster.fabric
+    return (cluster.node.name, cluster.nodes, f.topology, f.link_Bps, f.nodes_per_su, f.oversubscription,
+            cluster.storage.write_Bps)
+
+
 def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
     """The topology a cluster spec describes (built once per distinct cluster; do not mutate it)."""
-    f = cluster.fabric
-    return _cached_graph(cluster.node.name, cluster.nodes, f.topology, f.link_Bps, f.nodes_per_su,
-                         f.oversubscription, cluster.storage.write_Bps)
+    return _cached_graph(*_graph_key(cluster))
+
+
+@lru_cache(maxsize=4)
+def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
+    return Fabric(_cached_graph(*graph_key), efficiency)
+
+
+def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
+    """The compiled fabric of a cluster at the link efficiencies ``efficiency`` names.
+
+    Built once per distinct (cluster, efficiencies) and shared, with
+    its routing tables and the collective rates memoised on it (``Fabric.memo``), by
+    every ``CommModel`` of that cluster: a plan search prices many plans on one fabric.
+    Do not mutate it.
+    """
+    return _cached_fabric(_graph_key(cluster), efficiency)
 
 
 class Fabric:
@@ -106,6 +127,9 @@ class Fabric:
         self._edge_arrays: dict[tuple, np.ndarray] = {}
         self._ends_arrays: tuple | None = None
         self._leaf_pools: tuple | None = None
+        # Results derived from this fabric alone (collective phases and their rates, keyed by
+        # the groups' members), filled by network.collectives and shared by its CommModels.
+        self.memo: dict[tuple, object] = {}
 
     # -- vertices ---------------------------------------------------------------------
     def gpu(self, rank: int) -> tuple:

@@ -17,6 +17,7 @@ fabric model, which places their traffic on the topology.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -96,7 +97,11 @@ def place(plan: ParallelPlan, gpus_per_node: int, order: str = "tp-dp-pp") -> Pl
     """Every group of the plan laid out on GPUs in rank ``order``."""
     if order not in ORDERS:
         raise ValueError(f"unknown rank order {order!r}; known: {', '.join(ORDERS)}")
-    sizes = (plan.tensor, plan.data, plan.pipeline, max(1, plan.expert))
+    return _place((plan.tensor, plan.data, plan.pipeline, max(1, plan.expert)), gpus_per_node, order)
+
+
+@lru_cache(maxsize=1024)        # plans that differ only in batch, recompute or ZeRO share their placement
+def _place(sizes: tuple[int, int, int, int], gpus_per_node: int, order: str) -> Placement:
     skeleton = Placement(GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1),
                          order=order, sizes=sizes, gpus_per_node=gpus_per_node)
     shapes = {kind: _shape(skeleton.members(kind), gpus_per_node, kind) for kind in KINDS}
