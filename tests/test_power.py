@@ -245,6 +245,37 @@ def test_rental_price_adds_to_the_energy_cost(base_scenario):
         assert r.total_cost_eur[code] == pytest.approx(r.energy_cost_eur[code] + r.rental_cost_eur)
 
 
+def test_a_provider_of_the_price_table_charges_its_instance_price_per_gpu(base_scenario):
+    """aws's p5.48xlarge lists 98.32 USD/h for 8 H100: 12.29 USD per GPU-hour (at 0.9248 EUR/USD)."""
+    r = run_dict(with_(base_scenario, site__gpu_hour_price="aws"))
+    hours = 16 * r.time_to_train_s / 3600
+    assert r.rental_cost_eur == pytest.approx(hours * 98.32 / 8 * 0.9248)
+    assert "p5.48xlarge" in r.sources["gpu_hour_price"]
+
+
+def test_list_is_the_median_of_the_on_demand_prices_and_a_written_price_overrides_it(base_scenario):
+    from twin.power.prices import gpu_hour_price
+
+    rows = [r for r in yaml.safe_load((ROOT / "twin/catalog/data/prices.yaml").read_text()).values()
+            if r["gpu"] == "h100-sxm" and r["offer"] == "on-demand"]
+    per_gpu = sorted(r["price"] / r["gpus"] * 0.9248 for r in rows)       # every row is in USD
+    assert len(per_gpu) >= 3
+    assert gpu_hour_price("h100-sxm", "list").amount == pytest.approx(per_gpu[len(per_gpu) // 2])
+    listed = run_dict(with_(base_scenario, site__gpu_hour_price="list"))
+    written = run_dict(with_(base_scenario, site__gpu_hour_price="1 EUR/GPU-h"))
+    assert listed.rental_cost_eur == pytest.approx(written.rental_cost_eur * per_gpu[len(per_gpu) // 2])
+    assert "gpu_hour_price" not in written.sources
+
+
+def test_a_provider_without_the_gpu_is_refused_naming_those_with_it(base_scenario):
+    from twin.errors import ScenarioError
+
+    data = with_(base_scenario, site__gpu_hour_price="modal")
+    data["cluster"]["node"] = "dgx-h200"
+    with pytest.raises(ScenarioError, match=r"^site.gpu_hour_price: modal lists no h200 .*aws-capacity-block"):
+        run_dict(data)
+
+
 # -- timeline ------------------------------------------------------------------------------
 
 def test_power_timeline_integrates_each_phase_at_its_power(superpod_result):

@@ -108,6 +108,13 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         return _finite(training_record(self))
 
+    def to_flat(self) -> dict[str, Any]:
+        """The record's scalar fields, one level deep (``flatten``), without timelines or sources:
+        a row of a study's table."""
+        record = training_record(self, timelines=False)
+        del record["sources"]
+        return flatten(_finite(record))
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
 
@@ -150,10 +157,11 @@ def _plain(record: Any) -> Any:
     return record
 
 
-def training_record(r: Result) -> dict[str, Any]:
-    """The JSON record of a training result (docs/results.md)."""
+def training_record(r: Result, timelines: bool = True) -> dict[str, Any]:
+    """The JSON record of a training result (docs/results.md); ``timelines`` False leaves out
+    the job, step and power timelines (lists that a table row does not hold)."""
     pw = r.power
-    return {
+    record = {
         "scenario": r.scenario,
         "gpus_total": r.gpus_total,
         "gpus_used": r.gpus_used,
@@ -192,20 +200,23 @@ def training_record(r: Result) -> dict[str, Any]:
         "carbon_intensity_g_per_kwh": pw.intensity(),
         "electricity_price_eur_per_kwh": pw.price(),
         "pue": r.pue,
-        "power": power_record(pw),
+        "power": power_record(pw, timelines),
         "embodied_carbon_kg": pw.embodied.total_kg if pw.embodied else None,
         "total_cost_eur": pw.total_cost_eur(),
         "rental_cost_eur": pw.rental_cost_eur,
         "failures": _plain(r.failures) if r.failures else {},
-        "timeline": {"segments": _plain(r.segments), "events": _plain(r.events)},
+        "timeline": {"segments": _plain(r.segments), "events": _plain(r.events)} if timelines else None,
         "fabric": _plain(r.fabric),
-        "step_timeline": _plain(list(r.step_timeline)),
+        "step_timeline": _plain(list(r.step_timeline)) if timelines else None,
         "warnings": list(r.warnings),
         "sources": dict(r.sources),
     }
+    if not timelines:
+        del record["timeline"], record["step_timeline"]
+    return record
 
 
-def power_record(pw: PowerAssessment) -> dict[str, Any]:
+def power_record(pw: PowerAssessment, timelines: bool = True) -> dict[str, Any]:
     """``Result.power``: device, node, rack, fabric and country figures of the run (docs/results.md)."""
     cluster, node, infra, racks = pw.cluster, pw.cluster.node, pw.infrastructure, pw.racks
     emb = pw.embodied
@@ -213,7 +224,7 @@ def power_record(pw: PowerAssessment) -> dict[str, Any]:
     def switches(counts) -> dict[str, Any]:
         return {"leaf": counts.leaf, "spine": counts.spine, "core": counts.core, "source": counts.source}
 
-    return {
+    record = {
         "accounting": pw.accounting,
         "gpu_avg_w": cluster.step.gpu_avg_w,
         "gpu_idle_w": node.gpu.idle_w,
@@ -257,9 +268,34 @@ def power_record(pw: PowerAssessment) -> dict[str, Any]:
             "lifetime_years": emb.spec.lifetime_years, "utilization": emb.spec.utilization,
             "source": emb.spec.source},
         "countries": _plain(pw.countries),
-        "timeline": [{"start_s": s.start_s, "end_s": s.end_s, "phase": s.phase, "it_w": s.it_w,
-                      "checkpoint_s": s.checkpoint_s} for s in pw.timeline],
     }
+    if timelines:
+        record["timeline"] = [{"start_s": s.start_s, "end_s": s.end_s, "phase": s.phase, "it_w": s.it_w,
+                               "checkpoint_s": s.checkpoint_s} for s in pw.timeline]
+    return record
+
+
+# Separator of the texts of a list field (warnings, memory_advice) in a flat record.
+LIST_SEPARATOR = " | "
+
+
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Scalar fields of a JSON record, nested keys joined with dots (``plan.tensor``, ``carbon_kg.FR``).
+
+    A list of texts becomes one text joined with ``LIST_SEPARATOR``; other lists (timelines,
+    per-country rows, scalable units) are left out: the nested mappings hold their totals.
+    """
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            if all(isinstance(v, str) for v in value):
+                out[name] = LIST_SEPARATOR.join(value)
+        else:
+            out[name] = value
+    return out
 
 
 def _finite(value: Any) -> Any:

@@ -15,12 +15,12 @@ from twin.api.specs import cluster_of
 from twin.api.training import Built, build, simulate_training
 from twin.network.collectives import CommModel, FabricSummary
 from twin.results import Result
-from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
+from twin.scenario import Scenario, check_key, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
 
 __all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
            "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
-           "scenario_from_text", "with_overrides"]
+           "scenario_from_text", "with_overrides", "check_key"]
 
 
 def simulate(scenario: Scenario, closed_form: bool = False) -> Result:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from twin.engine.failures import FailurePolicy
 from twin.engine.storage import CheckpointPolicy
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
+from twin.power.prices import gpu_hour_price
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Site
 from twin.workload.model import ModelSpec, model_spec
@@ -73,11 +74,17 @@ def failure_policy_of(f: Failures, c: Cluster) -> FailurePolicy:
     )
 
 
-def site_of(s: Site) -> SiteSpec:
+def site_of(s: Site, gpu: str) -> SiteSpec:
+    """The site; a GPU-hour price named by provider (or ``list``) is looked up for ``gpu`` in the price table."""
     e = s.embodied
+    price, price_source = s.gpu_hour_price, None
+    if isinstance(price, str):
+        listed = gpu_hour_price(gpu, price)
+        price, price_source = (listed.amount, listed.currency), listed.source
     return SiteSpec(
         country=s.country, pue=s.pue, compare=tuple(s.compare), carbon_intensity_g_per_kwh=s.carbon_intensity,
-        electricity_price=s.electricity_price, gpu_hour_price=s.gpu_hour_price, accounting=s.accounting,
+        electricity_price=s.electricity_price, gpu_hour_price=price, gpu_hour_price_source=price_source,
+        accounting=s.accounting,
         embodied=EmbodiedRequest(e.method, e.gpu_kg, e.server_kg, e.lifetime_years, e.utilization)
         if e.enabled else None,
     )

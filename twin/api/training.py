@@ -78,7 +78,7 @@ def prepare(scenario: Scenario) -> Prepared:
     ops = OperatorModel(gpu, tr.precision, efficiency,
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
     return Prepared(scenario, cluster, model, efficiency, ops, Implementation(tr.kernels, tr.autocast),
-                    site_of(scenario.site), CommModel(cluster, efficiency).summary())
+                    site_of(scenario.site, gpu.name), CommModel(cluster, efficiency).summary())
 
 
 def build_plan(prepared: Prepared, request: PlanRequest) -> Built:
@@ -229,7 +229,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
                             f"({fmt_si(capacity_bytes, 'B')}, cluster.storage.capacity)")
 
     fabric = b.comm.summary()
-    pw = assess(cluster, step, gpus_used, site_of(sc.site), time_s, segments, fabric)
+    pw = assess(cluster, step, gpus_used, site_of(sc.site, gpu.name), time_s, segments, fabric)
     warnings.extend(pw.warnings)
     sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()
     return Result(

@@ -55,6 +55,7 @@ class PowerAssessment:
     embodied: Embodied | None
     rental_cost_eur: float | None
     warnings: list[str] = field(default_factory=list)
+    rental_source: str | None = None     # the price table's row, when the GPU-hour price comes from it
 
     @property
     def site(self) -> CountryFigures:
@@ -82,6 +83,8 @@ class PowerAssessment:
             out[f"electricity_price.{c.code}"] = c.price_source
         if self.embodied:
             out["embodied_carbon"] = self.embodied.spec.source
+        if self.rental_source:
+            out["gpu_hour_price"] = self.rental_source
         return out
 
 
@@ -134,4 +137,5 @@ def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: Site
         embodied=emb,
         rental_cost_eur=rental,
         warnings=warnings,
+        rental_source=site.gpu_hour_price_source,
     )

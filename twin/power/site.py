@@ -23,5 +23,6 @@ class SiteSpec:
     carbon_intensity_g_per_kwh: float | None = None      # overrides the dataset for the site
     electricity_price: tuple[float, str] | None = None   # (amount per kWh, currency), site only
     gpu_hour_price: tuple[float, str] | None = None      # (amount per GPU-hour, currency)
+    gpu_hour_price_source: str | None = None             # where a price from the price table comes from
     accounting: str = "full"                 # full | gpu-tdp (GPU-hours x TDP, as the LLaMA and BLOOM papers)
     embodied: EmbodiedRequest | None = None  # None: embodied carbon not charged

@@ -11,6 +11,7 @@ sections into the frozen specs the layers below take.
 """
 
 import copy
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Trainin
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
            "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
-           "read_text", "decode", "with_overrides", "WORKLOADS"]
+           "read_text", "decode", "with_overrides", "check_key", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
 WORKLOADS = ("training",)
@@ -217,3 +218,36 @@ def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, A
             node = node[part]
         node[parts[-1]] = value
     return result
+
+
+def check_key(dotted: str, field: str) -> None:
+    """``dotted`` names a key a scenario may hold (``cluster.nodes``, ``efficiency.matmul``); else a one-line
+    ``ScenarioError`` on ``field`` naming the unknown part, with a suggestion and the keys allowed there."""
+    cls: type[BaseModel] | None = Scenario
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        where = ".".join(parts[:i]) or "the top level"
+        if cls is None:                               # below a mapping of free keys (efficiency, custom_rates)
+            return
+        known = list(cls.model_fields)
+        if part not in known:
+            raise ScenarioError(field, f"'{dotted}' is not a scenario key: no '{part}' at {where}"
+                                f"{did_you_mean(part, known)}; allowed: {', '.join(known)}")
+        kinds = _options(cls.model_fields[part].annotation)
+        nested = [c for c in kinds if isinstance(c, type) and issubclass(c, BaseModel)]
+        if nested:
+            cls = nested[0]
+        elif any(typing.get_origin(k) is dict for k in kinds):
+            cls = None
+        elif i < len(parts) - 1:
+            raise ScenarioError(field, f"'{dotted}' is not a scenario key: '{'.'.join(parts[:i + 1])}' holds a "
+                                "value, not keys")
+
+
+def _options(annotation: Any) -> list[Any]:
+    """The types a field may hold: a union's members, with ``Annotated`` metadata stripped."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _options(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [t for a in typing.get_args(annotation) for t in _options(a)]
+    return [annotation]

@@ -5,7 +5,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
-from twin.errors import ScenarioError
+from twin import catalog
+from twin.errors import ScenarioError, did_you_mean
 from twin.scenario.fields import Flag, Strict, number, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
@@ -14,7 +15,8 @@ MAX_ELECTRICITY_PRICE_PER_KWH = 10.0     # 20x the highest EU industrial prices 
 MAX_GPU_HOUR_PRICE = 1000.0              # 100x the list price of an H100 GPU-hour (about 10 USD)
 
 
-def _price(parser, ceiling: float, unit: str, example: str):
+def _price_parser(parser, ceiling: float, unit: str, example: str):
+    """A validator of an amount with a currency per ``unit``, from 0 to ``ceiling``."""
     def parse(value: Any) -> tuple[float, str]:
         if isinstance(value, bool) or not isinstance(value, str):
             raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '{example}'")
@@ -26,10 +28,32 @@ def _price(parser, ceiling: float, unit: str, example: str):
             raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {ceiling:g} {currency}{unit}")
         return amount, currency
 
-    return Annotated[tuple[float, str], BeforeValidator(parse)]
+    return parse
+
+
+def _price(parser, ceiling: float, unit: str, example: str):
+    return Annotated[tuple[float, str], BeforeValidator(_price_parser(parser, ceiling, unit, example))]
 
 
 Fraction = number(gt="0", le="1", why="a fraction")
+
+
+_parse_gpu_hour_amount = _price_parser(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h")
+
+
+def _gpu_hour_price(value: Any) -> tuple[float, str] | str:
+    """'2.50 USD/GPU-h', or the name of a provider in the price table (or 'list', their median)."""
+    if isinstance(value, str) and not any(ch.isdigit() for ch in value):
+        name = value.strip().lower()
+        known = list(dict.fromkeys(row["provider"] for row in catalog.table("prices").values())) + ["list"]
+        if name not in known:
+            raise ValueError(f"{shown(value)} is not allowed: write a price (e.g. '2.50 USD/GPU-h') or a provider of "
+                             f"the price table{did_you_mean(name, known)}: {', '.join(known)}")
+        return name
+    return _parse_gpu_hour_amount(value)
+
+
+GPUHourPrice = Annotated[tuple[float, str] | str, BeforeValidator(_gpu_hour_price)]
 
 
 class Embodied(Strict):
@@ -48,7 +72,7 @@ class Site(Strict):
     carbon_intensity: number("carbon_intensity", ge="0", le="2000 g/kWh",
                              why="lignite power is about 1,100 g CO2e/kWh over its life cycle") | None = None
     electricity_price: _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh") | None = None
-    gpu_hour_price: _price(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h") | None = None
+    gpu_hour_price: GPUHourPrice | None = None    # a price, or a provider of catalog prices.yaml (or 'list')
     accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
 

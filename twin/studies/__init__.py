@@ -1,0 +1,6 @@
+"""Studies: sweeps over scenario keys and searches over parallel plans and clusters, on top of the API.
+
+``space`` parses ``--vary``; ``executor`` runs points on local processes or a Dask cluster;
+``store`` keeps results as Parquet and CSV with a ``study.yaml``; ``sweep`` runs a study;
+``search`` enumerates, prunes and ranks plans and keeps Pareto fronts.
+"""

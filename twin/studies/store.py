@@ -1,0 +1,116 @@
+"""A study on disk: ``results.parquet`` (one row per point), ``results.csv`` (the same table) and ``study.yaml``.
+
+Rows hold the point's index, the varied keys, the hash of the point's scenario, its
+error (or null) and the flat result fields (``Result.to_flat``). Each column has one
+type: booleans, integers or floats when every value is one, else text (lists and
+mappings as YAML flow text). Files are written whole or not at all (a temporary file
+renamed into place), so an interrupted study leaves the last complete table, and a
+resumed one skips the points whose scenario hash is already there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import yaml
+
+from twin.outputs import write_atomic
+
+RESULTS = "results.parquet"
+TABLE = "results.csv"
+STUDY = "study.yaml"
+# Columns every row has, before the varied keys and the result fields.
+INDEX, HASH, ERROR = "point", "scenario_hash", "error"
+
+
+def scenario_hash(data: dict[str, Any]) -> str:
+    """SHA-256 of a scenario's data as canonical JSON (sorted keys): the key that resumes a study."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _column(values: list[Any]) -> pa.Array:
+    """One typed column: bool, int64 or float64 when every value allows it, else text."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.array(values, type=pa.bool_())
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if all(isinstance(v, int) for v in present) and all(abs(v) < 2**63 for v in present):
+            return pa.array(values, type=pa.int64())
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    return pa.array([None if v is None else _text(v) for v in values], type=pa.string())
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, dict)):
+        return yaml.safe_dump(value, default_flow_style=True, width=10**9).strip()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def table(rows: list[dict[str, Any]], first: list[str]) -> pa.Table:
+    """Rows as a typed table: ``first`` columns in order, then every other column in first-seen order."""
+    names = list(first)
+    seen = set(names)
+    for row in rows:
+        for key in row:
+            if key not in seen:
+                seen.add(key)
+                names.append(key)
+    return pa.table({name: _column([row.get(name) for row in rows]) for name in names})
+
+
+def read_rows(directory: Path) -> list[dict[str, Any]]:
+    """Rows of an earlier run of a study in ``directory`` (none when it holds no results)."""
+    path = directory / RESULTS
+    if not path.exists():
+        return []
+    return pq.read_table(path).to_pylist()
+
+
+def _replace_atomic(path: Path, write) -> None:
+    """``write(tmp)`` then rename over ``path``: whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_results(directory: Path, rows: Iterable[dict[str, Any]], first: list[str], csv: bool = True) -> pa.Table:
+    """``results.parquet`` (and ``results.csv``) from ``rows``, sorted by point index."""
+    ordered = sorted(rows, key=lambda r: r[INDEX])
+    data = table(ordered, first)
+    _replace_atomic(directory / RESULTS, lambda tmp: pq.write_table(data, tmp))
+    if csv:
+        _replace_atomic(directory / TABLE, lambda tmp: pa_csv.write_csv(data, tmp))
+    return data
+
+
+def write_study(directory: Path, study: dict[str, Any]) -> None:
+    """``study.yaml``: what was run (scenario, varied keys, mode, counts, engine, version)."""
+    write_atomic(directory / STUDY, yaml.safe_dump(study, sort_keys=False, allow_unicode=True, width=100))
+
+
+def read_study(directory: Path) -> dict[str, Any]:
+    path = directory / STUDY
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
