@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | catalog | topology | validate``.
+"""Command line: ``python -m twin run | sweep | plan | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -33,6 +33,53 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.json:
             text += f"\n\nwrote {out}"
     print(text)
+    return 0
+
+
+def _space(args: argparse.Namespace):
+    from twin.studies.space import space
+
+    return space(args.vary or [], "zip" if args.zip else "grid")
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from twin.api import scenario_data
+    from twin.report import sweep_summary
+    from twin.studies.executor import executor
+    from twin.studies.progress import Progress, wanted
+    from twin.studies.sweep import sweep
+
+    if not args.vary:
+        raise ScenarioError("--vary", "a sweep needs at least one --vary KEY=V1,V2,… (e.g. cluster.nodes=64,128)")
+    study = _space(args)
+    directory = check_directory(args.out, "--out") if args.out is not None else None
+    data = scenario_data(args.scenario)
+    progress = Progress(len(study), enabled=wanted(sys.stderr, args.json))
+    with executor(args.scheduler, args.workers) as pool:
+        report = sweep(data, args.scenario, study, directory, pool, args.closed_form, progress)
+    if args.json:
+        print(report.to_json())
+    else:
+        print(sweep_summary(report.to_dict())
+              + f"\n\n{report.ran:,} points in {report.seconds:.1f} s on {report.where} "
+              f"({report.points_per_s:,.1f} points/s)")
+    return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from twin.api import scenario_data
+    from twin.report import plan_summary
+    from twin.studies.search import search
+
+    study = _space(args) if args.vary else None
+    found = search(scenario_data(args.scenario), args.scenario, args.objective, args.top, args.constraint, study,
+                   args.refine)
+    if args.json:
+        print(found.to_json())
+    else:
+        rate = found.plans_evaluated / found.seconds if found.seconds > 0 else 0.0
+        print(plan_summary(found.to_dict()) + f"\n\nclosed form: {found.plans_evaluated:,} plans in "
+              f"{found.seconds:.2f} s ({rate:,.0f} plans/s)")
     return 0
 
 
@@ -108,6 +155,32 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
     run.set_defaults(func=_cmd_run)
 
+    sw = sub.add_parser("sweep", help="run a scenario at every combination of varied keys (docs/studies.md)")
+    sw.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    _vary_arguments(sw)
+    sw.add_argument("--out", metavar="DIR", help="write DIR/results.parquet, results.csv and study.yaml; "
+                    "points already in DIR are not run again")
+    sw.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the points on this Dask cluster")
+    sw.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: one per core)")
+    sw.add_argument("--closed-form", action="store_true",
+                    help="time each step with the analytic schedule instead of the SimPy engine")
+    sw.add_argument("--json", action="store_true", help="print the summary as JSON, nothing else")
+    sw.set_defaults(func=_cmd_sweep)
+
+    pl = sub.add_parser("plan", help="search parallel plans (and cluster options) for a training scenario")
+    pl.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    pl.add_argument("--objective", choices=["time", "cost", "carbon", "energy"], default="time",
+                    help="what to minimise (default: time to train)")
+    pl.add_argument("--top", type=int, default=10, metavar="N", help="list the N best plans (default 10)")
+    pl.add_argument("--constraint", action="append", metavar="NAME=LIMIT",
+                    help="deadline=30d, power=1.2MW, energy=5GWh, cost=2M EUR or carbon=500t (repeatable)")
+    pl.add_argument("--refine", type=int, metavar="N",
+                    help="plans played with the SimPy step and failures after the closed-form pass "
+                    "(default: the top N, at least 10)")
+    _vary_arguments(pl, "also search cluster options: a cluster or site KEY=V1,V2,… (repeatable)")
+    pl.add_argument("--json", action="store_true", help="print the search as JSON, nothing else")
+    pl.set_defaults(func=_cmd_plan)
+
     cat = sub.add_parser("catalog", help="list catalog entries")
     cat.add_argument("kind", choices=["gpus", "nodes", "models"])
     cat.set_defaults(func=_cmd_catalog)
@@ -121,6 +194,14 @@ def parser() -> argparse.ArgumentParser:
     val.add_argument("--cases", metavar="YAML", nargs="+", help="case files to run instead of the shipped ones")
     val.set_defaults(func=_cmd_validate)
     return p
+
+
+def _vary_arguments(p: argparse.ArgumentParser, help_text: str = "") -> None:
+    p.add_argument("--vary", action="append", metavar="KEY=V1,V2,…",
+                   help=help_text or "a dotted scenario key and its values; ranges A..B:STEP (repeatable)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--grid", action="store_true", help="every combination of the values (default)")
+    mode.add_argument("--zip", action="store_true", help="the i-th values of every key together")
 
 
 def main(argv: list[str] | None = None) -> int:

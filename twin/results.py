@@ -146,6 +146,158 @@ class PlanEstimate:
         return self.memory.total_bytes <= self.memory_capacity_bytes
 
 
+@dataclass(frozen=True)
+class RankedPlan:
+    """A plan a search kept: its cluster option, its closed-form estimate and, when the top
+    candidates were played in full (SimPy step, failure Monte Carlo), that result."""
+    option: dict[str, Any]           # the varied keys of the cluster option ({} when the cluster is fixed)
+    estimate: PlanEstimate
+    result: Result | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(plan_row(self))
+
+
+@dataclass(frozen=True)
+class PlanSearch:
+    """What ``python -m twin plan`` found (``search_record``)."""
+    scenario: str
+    objective: str                   # time | cost | carbon | energy
+    constraints: tuple[str, ...]     # as written (deadline=30d)
+    options: int                     # cluster options searched
+    option_errors: tuple[str, ...]   # options that are not valid scenarios, one line each
+    plans_considered: int            # plans of the search space
+    plans_infeasible: int            # the model, the batch or the cluster cannot split them
+    plans_over_memory: int           # do not fit the GPU's memory
+    plans_equivalent: int            # the same plan as one already evaluated (ZeRO stages without data parallelism)
+    plans_evaluated: int             # timed in closed form
+    plans_rejected: int              # evaluated, but break a constraint
+    exhaustive: bool                 # every plan of the space evaluated or pruned
+    seconds: float                   # the closed-form pass (not in the record: the record is deterministic)
+    refined: int                     # top candidates played in full
+    plans: tuple[RankedPlan, ...]    # best first
+    baseline: RankedPlan | None      # the scenario's own plan
+    notes: tuple[str, ...] = ()
+
+    @property
+    def plans_pruned(self) -> int:
+        return self.plans_infeasible + self.plans_over_memory + self.plans_equivalent
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(search_record(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def plan_row(p: RankedPlan) -> dict[str, Any]:
+    """One plan of a search: parallel settings, then the result fields (the full run's when played)."""
+    e, r = p.estimate, p.result
+    plan = e.plan
+    row: dict[str, Any] = {
+        "option": dict(p.option),
+        "tensor": plan.tensor, "pipeline": plan.pipeline, "data": plan.data, "expert": plan.expert,
+        "microbatch": plan.microbatch, "virtual_stages": plan.virtual_stages, "schedule": plan.schedule,
+        "recompute": plan.recompute, "zero": plan.zero, "sequence_parallel": plan.sequence_parallel,
+        "description": plan.describe(), "gpus": plan.gpus,
+        "engine": "simpy" if r is not None else "closed-form",
+    }
+    if r is None:
+        row |= {"step_time_s": e.step.step_s, "time_to_train_s": e.time_to_train_s, "tokens_per_s": e.tokens_per_s,
+                "mfu": e.mfu, "memory_per_gpu_bytes": e.memory_per_gpu_bytes, "memory_fits": e.memory_fits,
+                "gpu_hours": e.gpu_hours, "energy_facility_kwh": e.energy_facility_kwh,
+                "peak_power_it_w": e.peak_power_it_w, "country": e.country, "carbon_kg": e.carbon_kg,
+                "cost_eur": e.cost_eur, "rental_cost_eur": e.rental_cost_eur}
+    else:
+        row |= {"step_time_s": r.step_time_s, "time_to_train_s": r.time_to_train_s, "tokens_per_s": r.tokens_per_s,
+                "mfu": r.mfu, "memory_per_gpu_bytes": r.memory_per_gpu_bytes, "memory_fits": r.memory_fits,
+                "gpu_hours": r.gpu_hours, "energy_facility_kwh": r.energy_facility_kwh,
+                "peak_power_it_w": r.peak_power_it_w, "country": r.country, "carbon_kg": r.carbon_kg[r.country],
+                "cost_eur": r.total_cost_eur[r.country], "rental_cost_eur": r.rental_cost_eur,
+                "ideal_time_to_train_s": r.ideal_time_to_train_s, "goodput": r.goodput,
+                "interruptions": r.interruptions, "finished": r.finished,
+                "closed_form": {"step_time_s": e.step.step_s, "time_to_train_s": e.time_to_train_s}}
+    return row
+
+
+def search_record(s: PlanSearch) -> dict[str, Any]:
+    """The JSON record of a plan search (docs/results.md, "Plan search")."""
+    return {
+        "scenario": s.scenario,
+        "objective": s.objective,
+        "constraints": list(s.constraints),
+        "plans_evaluated": s.plans_evaluated,
+        "plans_pruned": s.plans_pruned,
+        "exhaustive": s.exhaustive,
+        "plans": [plan_row(p) for p in s.plans],
+        "plans_considered": s.plans_considered,
+        "plans_infeasible": s.plans_infeasible,
+        "plans_over_memory": s.plans_over_memory,
+        "plans_equivalent": s.plans_equivalent,
+        "plans_rejected": s.plans_rejected,
+        "options": s.options,
+        "option_errors": list(s.option_errors),
+        "refined": s.refined,
+        "scenario_plan": plan_row(s.baseline) if s.baseline is not None else None,
+        "notes": list(s.notes),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What a sweep did and found (``python -m twin sweep``); its rows are flat records."""
+    rows: list[dict[str, Any]]               # every point of the study, by index
+    ran: int                                 # points run now
+    reused: int                              # points found in the study directory
+    dropped: int                             # rows of the directory that are not points of this study
+    errors: int
+    seconds: float
+    where: str                               # the executor
+    study: dict[str, Any]                    # what study.yaml says
+    front: list[dict[str, Any]] = field(default_factory=list)
+    objectives: tuple[str, ...] = ()         # the front's columns, all minimised
+    directory: str | None = None
+
+    @property
+    def points_per_s(self) -> float:
+        return self.ran / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(sweep_record(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def sweep_record(s: SweepReport) -> dict[str, Any]:
+    """The JSON summary of a sweep (docs/results.md, "Sweeps"): counts and the Pareto front, each front row
+    with its point, varied keys and objectives."""
+    keys = ["point", *s.study.get("keys", [])]
+    return {
+        "scenario": s.study.get("scenario_name"),
+        "points": len(s.rows),
+        "ran": s.ran,
+        "reused": s.reused,
+        "dropped": s.dropped,
+        "errors": s.errors,
+        "directory": s.directory,
+        "objectives": list(s.objectives),
+        "front": [{k: row.get(k) for k in [*keys, *s.objectives]} for row in s.front],
+        "error_messages": _error_counts(s.rows),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _error_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Each distinct error message of a sweep and how many points raised it, most frequent first."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.get("error"):
+            counts[row["error"]] = counts.get(row["error"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def _plain(record: Any) -> Any:
     """A dataclass record (nested records, lists and maps of them) as plain JSON-able values."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):

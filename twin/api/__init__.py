@@ -12,15 +12,24 @@ from typing import Any
 
 from twin import catalog
 from twin.api.specs import cluster_of
-from twin.api.training import Built, build, simulate_training
+from twin.api.training import Built, Prepared, build, estimate, plan_memory, prepare, simulate_training
 from twin.network.collectives import CommModel, FabricSummary
 from twin.results import Result
-from twin.scenario import Scenario, check_key, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
+from twin.scenario import (
+    Scenario,
+    check_key,
+    decode,
+    load_scenario,
+    parse_scenario,
+    parse_yaml,
+    read_text,
+    with_overrides,
+)
 from twin.calibration import Efficiency
 
-__all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
-           "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
-           "scenario_from_text", "with_overrides", "check_key"]
+__all__ = ["Built", "Prepared", "Result", "Scenario", "build", "prepare", "estimate", "plan_memory", "simulate",
+           "run_file", "run_dict", "run_text", "fabric_file", "catalog_names", "load_scenario", "parse_scenario",
+           "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides", "check_key"]
 
 
 def simulate(scenario: Scenario, closed_form: bool = False) -> Result:
@@ -34,6 +43,14 @@ def run_file(path: str | Path) -> Result:
 
 def run_dict(data: dict[str, Any]) -> Result:
     return simulate(parse_scenario(data))
+
+
+def scenario_data(path: str | Path) -> dict[str, Any]:
+    """A scenario file's keys as written, not yet validated (studies vary them point by point)."""
+    data = parse_yaml(read_text(path), str(path))
+    if not isinstance(data, dict):
+        parse_scenario(data, str(path))          # raises the file's one-line error
+    return data
 
 
 def scenario_from_text(text: str, source: str = "scenario") -> Scenario:

@@ -14,10 +14,9 @@ from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
-from twin.network.collectives import CommModel, FabricSummary
-from twin.power.assess import assess
+from twin.network.collectives import CommModel
+from twin.power.assess import Facility, assess, assess_at, facility
 from twin.power.capping import power_cap_factor
-from twin.power.site import SiteSpec
 from twin.results import PlanEstimate, Result
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
@@ -38,8 +37,7 @@ class Prepared:
     efficiency: Efficiency
     ops: OperatorModel
     implementation: Implementation
-    site: SiteSpec
-    fabric: FabricSummary            # the cluster's fabric without a job on it (switch counts for power)
+    facility: Facility               # the cluster at its site, its own country only (estimates)
 
     @property
     def request(self) -> PlanRequest:
@@ -77,21 +75,30 @@ def prepare(scenario: Scenario) -> Prepared:
     efficiency = Efficiency.calibrated(scenario.efficiency)
     ops = OperatorModel(gpu, tr.precision, efficiency,
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
+    site = replace(site_of(scenario.site, gpu.name), compare=())
     return Prepared(scenario, cluster, model, efficiency, ops, Implementation(tr.kernels, tr.autocast),
-                    site_of(scenario.site, gpu.name), CommModel(cluster, efficiency).summary())
+                    facility(cluster, site, CommModel(cluster, efficiency).summary()))
 
 
-def build_plan(prepared: Prepared, request: PlanRequest) -> Built:
+def plan_memory(prepared: Prepared, request: PlanRequest) -> tuple[ParallelPlan, MemoryBreakdown]:
+    """The plan and its memory per GPU, without pricing its step: what a search prunes on first."""
+    tr = prepared.scenario.training
+    plan = resolve_plan(request, prepared.model, prepared.cluster, tr.global_batch, tr.seq_len)
+    return plan, memory_per_gpu(prepared.model, plan, tr.precision, tr.attention)
+
+
+def build_plan(prepared: Prepared, request: PlanRequest,
+               planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> Built:
     """Plan, placement, per-stage costs and memory of one parallel plan on a prepared scenario.
 
-    Raises ``InfeasibleError`` for a plan the model, the batch or the cluster cannot split.
+    ``planned``: the request's ``plan_memory``, when already known. Raises ``InfeasibleError``
+    for a plan the model, the batch or the cluster cannot split.
     """
-    p, tr = prepared, prepared.scenario.training
-    plan = resolve_plan(request, p.model, p.cluster, tr.global_batch, tr.seq_len)
+    p = prepared
+    plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
     comm = CommModel(p.cluster, p.efficiency, placement)
     costs = step_costs(p.model, plan, p.ops, comm, placement, p.implementation)
-    memory = memory_per_gpu(p.model, plan, tr.precision, tr.attention)
     return Built(p.scenario, p.cluster, p.model, plan, placement, p.efficiency, p.ops, comm, costs, memory)
 
 
@@ -101,18 +108,19 @@ def build(scenario: Scenario) -> Built:
     return build_plan(prepared, prepared.request)
 
 
-def estimate(prepared: Prepared, request: PlanRequest) -> PlanEstimate:
+def estimate(prepared: Prepared, request: PlanRequest,
+             planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> PlanEstimate:
     """One plan in closed form, without failures: the fast first pass of a plan search.
 
     The step is the analytic schedule (``engine.step``) and the run its ideal length
     (tokens ÷ throughput); power, energy, carbon and cost are the site's for that run.
     The same figures as ``simulate`` with ``closed_form`` when failures are off.
     """
-    built = build_plan(prepared, request)
+    built = build_plan(prepared, request, planned)
     step = step_time(built.costs, built.plan)
     tr, plan, cluster = prepared.scenario.training, built.plan, prepared.cluster
     ideal_s = tr.tokens / (plan.tokens_per_step / step.step_s)
-    pw = assess(cluster, step, plan.gpus, replace(prepared.site, compare=()), ideal_s, None, prepared.fabric)
+    pw = assess_at(prepared.facility, step, plan.gpus, ideal_s, None)
     site = pw.site
     return PlanEstimate(
         plan=plan, step=step, memory=built.memory, memory_capacity_bytes=cluster.node.gpu.memory_bytes,

@@ -15,7 +15,7 @@ from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import FabricSummary
 from twin.power.capping import clock_factor
-from twin.power.cost import CountryFigures, country_figures, rental_cost_eur
+from twin.power.cost import CountryFigures, CountryRates, country_figures, country_rates, rental_cost_eur
 from twin.power.embodied import Embodied, embodied, embodied_spec
 from twin.power.energy import (
     ClusterPower,
@@ -29,6 +29,7 @@ from twin.power.energy import (
     timeline_energy_j,
     training_segments,
 )
+from twin.power.devices import NodePower, node_power
 from twin.power.infrastructure import Infrastructure, infrastructure
 from twin.power.rack import RackPower, rack_power, rack_warning
 from twin.power.site import SiteSpec
@@ -88,11 +89,34 @@ class PowerAssessment:
         return out
 
 
+@dataclass(frozen=True)
+class Facility:
+    """A cluster at its site before a job runs on it: node and infrastructure power, country rates.
+    Built once (``facility``) and shared by every run assessed on that cluster and site."""
+    cluster: ClusterSpec
+    site: SiteSpec
+    node: NodePower
+    infrastructure: Infrastructure
+    rates: list[CountryRates]
+
+
+def facility(cluster: ClusterSpec, site: SiteSpec, fabric: FabricSummary) -> Facility:
+    return Facility(cluster, site, node_power(cluster.node, cluster.gpu_power_cap_w), infrastructure(cluster, fabric),
+                    country_rates([site.country, *site.compare], site.carbon_intensity_g_per_kwh,
+                                  site.electricity_price))
+
+
 def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: SiteSpec, time_s: float,
            segments: list[Segment] | None, fabric: FabricSummary) -> PowerAssessment:
     """Power of every device by phase, the run's energy, and its carbon and cost per country."""
-    infra = infrastructure(cluster, fabric)
-    power = cluster_power(cluster, step, gpus_used, infra.total_w)
+    return assess_at(facility(cluster, site, fabric), step, gpus_used, time_s, segments)
+
+
+def assess_at(f: Facility, step: StepBreakdown, gpus_used: int, time_s: float,
+              segments: list[Segment] | None) -> PowerAssessment:
+    """``assess`` on a facility built beforehand (a search assesses many runs on one)."""
+    cluster, site, infra = f.cluster, f.site, f.infrastructure
+    power = cluster_power(cluster, step, gpus_used, infra.total_w, f.node)
     racks = rack_power(power, cluster.nodes_per_rack, cluster.rack_power_limit_w)
     warnings = [w for w in [rack_warning(racks, power, cluster.node.name)] if w]
     gpu = cluster.node.gpu
@@ -112,8 +136,7 @@ def assess(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, site: Site
 
     reserved_gpu_hours = gpu_hours(cluster.gpus, wall_s)       # every GPU of the cluster, spares included
     rental = rental_cost_eur(site.gpu_hour_price, reserved_gpu_hours)
-    countries = country_figures([site.country, *site.compare], facility_kwh, rental,
-                                site.carbon_intensity_g_per_kwh, site.electricity_price)
+    countries = country_figures(f.rates, facility_kwh, rental)
     emb = None
     asked = site.embodied
     if asked is not None:

@@ -36,11 +36,23 @@ def rental_cost_eur(gpu_hour_price: tuple[float, str] | None, reserved_gpu_hours
     return reserved_gpu_hours * to_eur(amount, currency, "site.gpu_hour_price")
 
 
-def country_figures(codes: list[str], facility_kwh: float, rental_eur: float | None,
-                    intensity_override: float | None = None,
-                    price_override: tuple[float, str] | None = None) -> list[CountryFigures]:
-    """The site (first code) and each compared country; overrides apply to the site only."""
-    out: list[CountryFigures] = []
+@dataclass(frozen=True)
+class CountryRates:
+    """A country's grid intensity and electricity price, before any energy is counted."""
+    code: str
+    name: str
+    intensity_g_per_kwh: float
+    intensity_year: int | None
+    intensity_source: str
+    price_eur_per_kwh: float | None
+    price_year: int | None
+    price_source: str
+
+
+def country_rates(codes: list[str], intensity_override: float | None = None,
+                  price_override: tuple[float, str] | None = None) -> list[CountryRates]:
+    """The site (first code) and each compared country, once each; overrides apply to the site only."""
+    out: list[CountryRates] = []
     seen: set[str] = set()
     for i, code in enumerate(codes):
         field = "site.country" if i == 0 else f"site.compare[{i - 1}]"
@@ -51,14 +63,27 @@ def country_figures(codes: list[str], facility_kwh: float, rental_eur: float | N
         is_site = i == 0
         ci = carbon_intensity(place, intensity_override if is_site else None)
         pr = electricity_price(place, price_override if is_site else None)
-        energy_cost = facility_kwh * pr.eur_per_kwh if pr else None
-        total = None if energy_cost is None else energy_cost + (rental_eur or 0.0)
-        out.append(CountryFigures(
+        out.append(CountryRates(
             code=place.alpha2, name=place.name,
             intensity_g_per_kwh=ci.g_per_kwh, intensity_year=ci.year, intensity_source=ci.source,
-            carbon_kg=facility_kwh * ci.g_per_kwh / 1000.0,
             price_eur_per_kwh=pr.eur_per_kwh if pr else None, price_year=pr.year if pr else None,
             price_source=pr.source if pr else "no price known; set site.electricity_price",
+        ))
+    return out
+
+
+def country_figures(rates: list[CountryRates], facility_kwh: float, rental_eur: float | None) -> list[CountryFigures]:
+    """Carbon and cost of ``facility_kwh`` (and the rental) in each country."""
+    out: list[CountryFigures] = []
+    for r in rates:
+        energy_cost = facility_kwh * r.price_eur_per_kwh if r.price_eur_per_kwh is not None else None
+        total = None if energy_cost is None else energy_cost + (rental_eur or 0.0)
+        out.append(CountryFigures(
+            code=r.code, name=r.name,
+            intensity_g_per_kwh=r.intensity_g_per_kwh, intensity_year=r.intensity_year,
+            intensity_source=r.intensity_source,
+            carbon_kg=facility_kwh * r.intensity_g_per_kwh / 1000.0,
+            price_eur_per_kwh=r.price_eur_per_kwh, price_year=r.price_year, price_source=r.price_source,
             energy_cost_eur=energy_cost, total_cost_eur=total,
         ))
     return out

@@ -86,9 +86,11 @@ class ClusterPower:
         return self.busy_nodes * self.busy_node_w("train") + self.idle_nodes * self.node.idle_w
 
 
-def cluster_power(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, infrastructure_w: float = 0.0) -> ClusterPower:
-    """Busy nodes are those the job's GPUs fill; every other node of the cluster, spares included, idles."""
-    node = node_power(cluster.node, cluster.gpu_power_cap_w)
+def cluster_power(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, infrastructure_w: float = 0.0,
+                  node: NodePower | None = None) -> ClusterPower:
+    """Busy nodes are those the job's GPUs fill; every other node of the cluster, spares included, idles.
+    ``node``: the node's power, when already built (``node_power``)."""
+    node = node or node_power(cluster.node, cluster.gpu_power_cap_w)
     busy = min(cluster.nodes, -(-gpus_used // cluster.node.gpus))
     return ClusterPower(node, busy, cluster.nodes - busy, infrastructure_w, step_power(node.gpu, step))
 

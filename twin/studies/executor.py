@@ -123,7 +123,8 @@ class DaskCluster(Executor):
     def wait(self, futures: set) -> tuple[set, set]:
         from distributed import wait
 
-        done, pending = wait(list(futures), return_when="FIRST_COMPLETED")
+        with self._client.as_current():
+            done, pending = wait(list(futures), return_when="FIRST_COMPLETED")
         return set(done), set(pending)
 
     def close(self) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twin import __version__
 from twin.api import parse_scenario, simulate, with_overrides
 from twin.errors import ScenarioError
+from twin.results import SweepReport
 from twin.studies import store
 from twin.studies.executor import Executor, InProcess, run_batches
 from twin.studies.progress import Progress
@@ -55,25 +55,6 @@ def point_row(base: dict[str, Any], source: str, closed_form: bool, index: int,
     for key, value in flat.items():
         row.setdefault(key, value)          # a varied key keeps its column (failures.seed is both)
     return row
-
-
-@dataclass
-class SweepReport:
-    """What a sweep did and found."""
-    rows: list[dict[str, Any]]               # every point of the study, by index
-    ran: int                                 # points run now
-    reused: int                              # points found in the directory
-    dropped: int                             # rows of the directory that are not points of this study
-    errors: int
-    seconds: float
-    where: str
-    study: dict[str, Any]
-    front: list[dict[str, Any]] = field(default_factory=list)
-    objectives: tuple[str, ...] = ()
-
-    @property
-    def points_per_s(self) -> float:
-        return self.ran / self.seconds if self.seconds > 0 else 0.0
 
 
 def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | None = None,
@@ -128,9 +109,8 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
     ordered = [rows[i] for i in sorted(rows)]
     errors = sum(1 for r in ordered if r[store.ERROR] is not None)
     objectives = tuple(o for o in SWEEP_OBJECTIVES if any(r.get(o) is not None for r in ordered))
-    report = SweepReport(ordered, len(todo), reused, dropped, errors, seconds, pool.where, study,
-                         pareto_front(ordered, objectives), objectives)
-    return report
+    return SweepReport(ordered, len(todo), reused, dropped, errors, seconds, pool.where, study,
+                       pareto_front(ordered, objectives), objectives, str(directory) if directory else None)
 
 
 def _finish(directory: Path, rows: dict[int, dict[str, Any]], first: list[str], study: dict[str, Any],

@@ -10,6 +10,7 @@ that real frameworks require is checked here; a plan that cannot run raises
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from twin.errors import InfeasibleError
 from twin.hardware.specs import ClusterSpec
@@ -97,7 +98,12 @@ def stage_layers(layers: int, pipeline: int, virtual_stages: int = 1) -> list[in
 
 def layers_on_stage(layers: int, plan: "ParallelPlan", stage: int) -> int:
     """Layers a pipeline stage holds over its virtual chunks (chunk i sits on stage i % pipeline)."""
-    return sum(stage_layers(layers, plan.pipeline, plan.virtual_stages)[stage::plan.pipeline])
+    return _layers_on_stage(layers, plan.pipeline, plan.virtual_stages, stage)
+
+
+@lru_cache(maxsize=4096)
+def _layers_on_stage(layers: int, pipeline: int, virtual_stages: int, stage: int) -> int:
+    return sum(stage_layers(layers, pipeline, virtual_stages)[stage::pipeline])
 
 
 def resolve_plan(par: PlanRequest, model: ModelSpec, cluster: ClusterSpec,
