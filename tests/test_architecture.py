@@ -13,7 +13,7 @@ LAYERS = {
     "twin.hardware": 3,
     "twin.workload": 4,
     "twin.network": 5,
-    "twin.engine": 6,
+    "twin.engine": 6, "twin.serving": 6,
     "twin.power": 7,
     "twin.results": 8,
     "twin.report": 9, "twin.figures": 9,
