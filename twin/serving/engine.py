@@ -239,7 +239,7 @@ class _State:
         """Iterations before a decoding sequence needs a block that is not free."""
         bt = self.e.spec.block_tokens
         n = len(self.decoding)
-        if self.free_blocks >= n:
+        if self.free_blocks >= n:                # each sequence can take free // n more blocks
             return bt * (self.free_blocks // n)
         room = sorted(s.blocks * bt + self.e.prefix - (s.base + self.counter) for s in self.decoding.values())
         return max(0, room[self.free_blocks])

@@ -29,9 +29,7 @@ from twin.workload.plan import stage_layers
 # CUDA context, cuBLAS/NCCL workspaces and the runtime's own buffers: about 1 GiB per
 # GPU (assumption; the CUDA context alone takes ~0.5 GiB on Hopper, docs/serving.md).
 RUNTIME_CONTEXT_BYTES = 1 * 2**30
-# Activation workspace per token of an iteration, in 16-bit elements: the residual stream
-# and norm output (2h), the QKV output ((h + 2·kv_dim)/t), the FFN's intermediate
-# (ffn_matrices - 1)·f/t and its activation f/t (TensorRT-LLM reuses buffers layer to layer).
+# Bytes of a 16-bit element: activations, and the embedding and LM head weights.
 UNQUANTISED_BYTES = 2.0
 # Grace memory kept for the operating system and the serving process's host buffers
 # when KV and weights spill to it (assumption, docs/serving.md).
@@ -122,7 +120,9 @@ def weight_bytes(model: ModelSpec, precision: str, tensor: int, pipeline: int) -
 
 
 def workspace_bytes(model: ModelSpec, tokens: int, tensor: int) -> float:
-    """Activation buffers of one iteration of ``tokens`` tokens (16-bit)."""
+    """Activation buffers of one iteration of ``tokens`` tokens, 16-bit: the residual stream and norm
+    output (2h), the QKV output ((h + 2·kv_dim)/t), the FFN's intermediate and activation
+    (ffn_matrices · f/t); buffers are reused layer to layer."""
     h, f, t = model.hidden, model.ffn_hidden, tensor
     per_token = 2 * h + (h + 2 * model.kv_dim) / t + model.ffn_matrices * f / t * model.top_k
     return tokens * per_token * UNQUANTISED_BYTES
