@@ -92,12 +92,6 @@ class MemoryPlan:
         blocks = math.floor(space_bytes / (self.kv_bytes_per_token * self.block_tokens))
         return blocks * self.block_tokens
 
-    def as_dict(self) -> dict[str, float]:
-        return {"weights": self.weights_bytes, "reserve": self.reserve_bytes,
-                "kv_cache": self.kv_hbm_tokens * self.kv_bytes_per_token,
-                "kv_cache_grace": self.kv_host_tokens * self.kv_bytes_per_token,
-                "weights_grace": self.weights_spilled_bytes, "total": self.total_bytes}
-
 
 def kv_bytes_per_token(model: ModelSpec, kv_precision: str, tensor: int, pipeline: int) -> float:
     """K and V of one token on one GPU: 2 · layers/p · max(1, kv_heads/t) · head_dim · bytes.
