@@ -6,8 +6,9 @@ communication and idle (between iterations and while no request waits), each at
 its phase power (``devices.GPUPower``). Its average is the time-weighted mean over
 the simulated replica's run. A MIG instance draws its share ``c/7`` of the GPU's
 dynamic range; the GPU's idle power is paid whole, so instances left unused on a
-GPU still cost their idle share. The hosts of the busy nodes follow the GPUs' heat
-(``NodePower.host_activity``).
+GPU still cost their idle share. Hosts follow the GPUs' heat (``NodePower.host_activity``)
+and are charged by the share of their GPUs the deployment uses: a deployment on one GPU
+of an eight-GPU server pays an eighth of its host (the rest serves other work).
 
 Energy per million output tokens = IT power ÷ output tokens/s × 10⁶, times PUE for
 the facility; carbon and energy cost per country as for training (``cost``); rental
@@ -65,10 +66,9 @@ def serving_power(node: NodeSpec, device: GPUSpec, profile: MigProfile | None, d
     if profile is not None:                   # instances left empty on the GPUs still idle
         gpus_w += (gpus_used * profile.instances - devices_used) * device.idle_w
     nodes = node_power(node, cap_w)
-    busy_nodes = math.ceil(gpus_used / node.gpus)
     whole = node.gpu
     gpu_activity = (gpus_w / gpus_used - whole.idle_w) / (whole.tdp_w - whole.idle_w) if gpus_used else 0.0
-    host_w = busy_nodes * nodes.host.draw_w(nodes.host_activity(max(0.0, min(1.0, gpu_activity))))
+    host_w = gpus_used / node.gpus * nodes.host.draw_w(nodes.host_activity(max(0.0, min(1.0, gpu_activity))))
     it_w = gpus_w + host_w
     seconds = TOKENS_PER_MILLION / output_tokens_per_s if output_tokens_per_s > 0 else math.inf
     it_kwh = it_w * seconds / JOULES_PER_KWH

@@ -11,10 +11,11 @@ share of the requests.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from twin import catalog
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.errors import ScenarioError
 from twin.hardware.mig import MigProfile, mig_profile, slice_gpu
@@ -24,7 +25,8 @@ from twin.serving.batching import IterationModel, iteration_model
 from twin.serving.engine import EngineRun, ReplicaEngine
 from twin.serving.kv_cache import MemoryPlan, memory_plan
 from twin.serving.load import requests
-from twin.serving.specs import GEMM_PRECISION, EngineSpec, LoadSpec, SLOSpec
+from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES, EngineSpec, LoadSpec, SLOSpec
+from twin.units import fmt_bytes
 from twin.workload.model import ModelSpec
 from twin.workload.placement import GroupShape
 
@@ -100,57 +102,107 @@ class ServingRun:
         return self.engine.busy_s / self.engine.makespan_s if self.engine.makespan_s > 0 else 0.0
 
 
-def check_precision(gpu: GPUSpec, precision: str, kv_cache: str) -> None:
+def check_precision(gpu: GPUSpec, precision: str, kv_cache: str, where: str = "serving") -> None:
     """fp8 and int8 need the GPU's tensor cores for them (fp8: Hopper, Ada and later)."""
     gemm = GEMM_PRECISION[precision]
     if gemm not in gpu.peak_flops:
         have = ", ".join(p for p in ("bf16", "fp16", "fp8", "int8") if p in gpu.peak_flops)
-        raise ScenarioError("serving.precision", f"{precision} needs {gemm} tensor cores, which the {gpu.name} "
+        raise ScenarioError(f"{where}.precision", f"{precision} needs {gemm} tensor cores, which the {gpu.name} "
                             f"lacks; it runs {have}, or int4 weight-only")
     if kv_cache == "fp8" and "fp8" not in gpu.peak_flops:
-        raise ScenarioError("serving.kv_cache", f"an fp8 KV cache needs FP8 support, which the {gpu.name} lacks; "
+        raise ScenarioError(f"{where}.kv_cache", f"an fp8 KV cache needs FP8 support, which the {gpu.name} lacks; "
                             "use bf16, fp16 or int8")
 
 
 def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficiency,
-            training_efficiency: Efficiency) -> Replica:
-    """One replica on ``cluster``: its GPU (or MIG instance), memory plan and iteration model."""
+            training_efficiency: Efficiency, where: str = "serving") -> Replica:
+    """One replica on ``cluster``: its GPU (or MIG instance), memory plan and iteration model.
+
+    ``where`` is the scenario key the deployment comes from (``serving``, ``serving.compare[0]``),
+    which errors name.
+    """
     node = cluster.node
     gpu, profile = node.gpu, None
     devices = spec.tensor * spec.pipeline
     if spec.mig:
-        profile = mig_profile(gpu, spec.mig)
+        profile = mig_profile(gpu, spec.mig, f"{where}.mig")
         gpu = slice_gpu(gpu, profile)
         if devices > 1:
-            raise ScenarioError("serving.parallelism", f"tensor {spec.tensor} × pipeline {spec.pipeline} on MIG "
+            raise ScenarioError(f"{where}.parallelism", f"tensor {spec.tensor} × pipeline {spec.pipeline} on MIG "
                                 "instances: an instance has no NVLink or peer access; use 1 × 1 per instance")
-    check_precision(gpu, spec.precision, spec.kv_cache)
+    check_precision(gpu, spec.precision, spec.kv_cache, where)
     if spec.engine.offload == "grace" and node.gpu.host_memory_bytes <= 0:
-        raise ScenarioError("serving.engine.offload", f"grace offload needs a Grace Hopper superchip; "
+        raise ScenarioError(f"{where}.engine.offload", f"grace offload needs a Grace Hopper superchip; "
                             f"the {node.gpu.name} has no Grace memory")
-    if spec.model.kv_heads % min(spec.tensor, spec.model.kv_heads) or spec.model.heads % spec.tensor:
-        raise ScenarioError("serving.parallelism.tensor", f"{spec.tensor} does not divide the "
-                            f"{spec.model.heads} attention heads of {spec.model.name}")
+    m = spec.model
+    if m.heads % spec.tensor or m.kv_heads % min(spec.tensor, m.kv_heads):
+        raise ScenarioError(f"{where}.parallelism.tensor", f"{spec.tensor} does not divide the {m.heads} attention "
+                            f"heads and {m.kv_heads} KV heads of {m.name}")
     per_node = node.gpus * (profile.instances if profile else 1)
-    available = cluster.nodes * per_node
+    available = cluster.work_nodes * per_node
+    unit = f"{profile.name} instances" if profile else "GPUs"
     if devices > available:
-        raise ScenarioError("serving.parallelism", f"a replica needs {devices} GPUs; the cluster has {available}")
+        raise ScenarioError(f"{where}.parallelism", f"a replica needs {devices} {unit}; the cluster has {available}")
     count = spec.replicas if spec.replicas is not None else available // devices
     if count * devices > available:
-        raise ScenarioError("serving.replicas", f"{count} replicas × {devices} GPUs need {count * devices}; "
+        raise ScenarioError(f"{where}.replicas", f"{count} replicas × {devices} {unit} need {count * devices}; "
                             f"the cluster has {available}")
-    mem = memory_plan(spec.model, gpu, spec.precision, spec.kv_cache, spec.tensor, spec.pipeline, spec.engine)
+    mem = memory_plan(m, gpu, spec.precision, spec.kv_cache, spec.tensor, spec.pipeline, spec.engine)
     tensor = GroupShape(spec.tensor, min(spec.tensor, node.gpus))
     stage_nodes = max(1, node.gpus // spec.tensor)
     pipeline = GroupShape(spec.pipeline, max(1, min(spec.pipeline, stage_nodes)))
     comm = CommModel(cluster, training_efficiency)
-    it = iteration_model(spec.model, gpu, spec.precision, spec.kv_cache, comm, tensor, pipeline, mem,
+    it = iteration_model(m, gpu, spec.precision, spec.kv_cache, comm, tensor, pipeline, mem,
                          efficiency, training_efficiency)
     return Replica(gpu, profile, mem, it, devices, count)
 
 
 def longest_request_tokens(load: LoadSpec) -> int:
-    return int(min(load.input_tokens.max, 10**9) + min(load.output_tokens.max, 10**9))
+    """Prompt and output of the longest request the load can draw (both at their max)."""
+    return load.input_tokens.max + load.output_tokens.max
+
+
+def memory_problem(spec: ServingSpec, memory: MemoryPlan) -> str | None:
+    """Why a replica cannot hold the load: weights over memory, or the longest request beyond its KV cache."""
+    spilled = memory.weights_spilled_bytes - memory.host_bytes
+    if spilled > 0 or memory.kv_blocks <= 0:
+        over = max(spilled, memory.weights_in_hbm_bytes + memory.reserve_bytes - memory.hbm_bytes, 0.0)
+        return (f"weights {fmt_bytes(memory.weights_bytes)} and reserve {fmt_bytes(memory.reserve_bytes)} per GPU "
+                f"leave no room for a KV cache in {fmt_bytes(memory.hbm_bytes)}"
+                + (f" ({fmt_bytes(over)} over)" if over > 0 else ""))
+    longest = longest_request_tokens(spec.load)
+    if memory.kv_capacity_tokens < longest:
+        return (f"the KV cache holds {memory.kv_capacity_tokens:,} tokens per replica, less than the longest request "
+                f"({longest:,} tokens: input and output at their max)")
+    return None
+
+
+def fitting_changes(spec: ServingSpec, gpu: GPUSpec, node_gpus: int, limit: int = 3) -> list[str]:
+    """Single changes of the deployment that would hold the load: more tensor ranks, a smaller precision,
+    a larger MIG profile; each with the KV capacity it leaves."""
+    trials: list[tuple[str, ServingSpec]] = []
+    m = spec.model
+    if spec.mig is None:
+        trials += [(f"tensor {t}", replace(spec, tensor=t)) for t in (2, 4, 8, 16)
+                   if spec.tensor < t <= node_gpus and m.heads % t == 0]
+    trials += [(f"precision {p}", replace(spec, precision=p)) for p in ("fp8", "int4")
+               if WEIGHT_BYTES[p] < WEIGHT_BYTES[spec.precision] and GEMM_PRECISION[p] in gpu.peak_flops]
+    trials += [(f"kv_cache {k}", replace(spec, kv_cache=k)) for k in ("fp8", "int8")
+               if KV_BYTES[k] < KV_BYTES[spec.kv_cache] and (k != "fp8" or "fp8" in gpu.peak_flops)]
+    if spec.mig is not None:
+        current = mig_profile(gpu, spec.mig)
+        profiles = catalog.table("mig")[gpu.name]["profiles"]
+        trials += [(f"mig {name}", replace(spec, mig=name)) for name, (_, memory, _) in profiles.items()
+                   if memory > current.memory_slices]
+    out = []
+    for label, trial in trials:
+        device = slice_gpu(gpu, mig_profile(gpu, trial.mig)) if trial.mig else gpu
+        plan = memory_plan(m, device, trial.precision, trial.kv_cache, trial.tensor, trial.pipeline, trial.engine)
+        if memory_problem(trial, plan) is None:
+            out.append(f"{label} would fit (KV cache for {plan.kv_capacity_tokens:,} tokens)")
+        if len(out) == limit:
+            break
+    return out
 
 
 def simulate(spec: ServingSpec, rep: Replica, rate_per_s: float | None = None, offline: bool | None = None,
