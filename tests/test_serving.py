@@ -170,7 +170,7 @@ def test_capacity_holds_the_slo_and_sizes_the_deployment():
     assert 0 < cap.rate_per_s < cap.offline_requests_per_s
     at = simulate(s, rep, rate_per_s=cap.rate_per_s)
     assert at.slo_met
-    size = sizing(cap, rep, 10 * cap.rate_per_s)
+    size = sizing(cap.per_replica_rate_per_s, rep.devices, 1, 10 * cap.rate_per_s)
     assert size.replicas == 10 and size.gpus == 10
 
 

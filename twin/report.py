@@ -108,10 +108,8 @@ def training_summary(record: dict[str, Any]) -> str:
 
 
 def _ms(seconds: float | None) -> str:
-    """A latency in the unit a reader expects: ms below a second."""
-    if seconds is None:
-        return "n/a"
-    return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
+    """A latency in the unit a reader expects (ms below a second); n/a when there is none."""
+    return "n/a" if seconds is None else fmt_duration(seconds)
 
 
 def _triple(p: dict[str, float] | None) -> str:

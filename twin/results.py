@@ -351,8 +351,8 @@ class CapacityResult:
     label: str
     capacity: Capacity | None        # None when the deployment cannot hold the load
     replicas: int
-    devices_per_replica: int
-    gpus_per_replica: float          # a fraction of a GPU on MIG instances
+    devices_per_replica: int         # GPUs, or MIG instances
+    instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
     slo: SLOSpec
     sizing: Sizing | None = None
     alternatives: tuple["CapacityResult", ...] = ()
@@ -369,19 +369,21 @@ def capacity_record(r: CapacityResult) -> dict[str, Any]:
     """The JSON record of ``python -m twin capacity`` (docs/results.md, "Capacity records")."""
     cap = r.capacity
     per_replica = cap.per_replica_rate_per_s if cap else 0.0
+    gpus_per_replica = r.devices_per_replica / r.instances_per_gpu
     return {
         "scenario": r.scenario,
         "workload": "serving",
         "label": r.label,
         "per_replica_rate_per_s": per_replica,
-        "per_gpu_rate_per_s": per_replica / r.gpus_per_replica,
+        "per_gpu_rate_per_s": per_replica / gpus_per_replica,
         "rate_per_s": cap.rate_per_s if cap else 0.0,
         "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
         "slo_bound": cap.slo_bound if cap else False,
         "slo": {"ttft_p99_s": r.slo.ttft_p99_s, "tpot_p99_s": r.slo.tpot_p99_s},
         "replicas": r.replicas,
         "devices_per_replica": r.devices_per_replica,
-        "gpus_per_replica": r.gpus_per_replica,
+        "instances_per_gpu": r.instances_per_gpu,
+        "gpus_per_replica": gpus_per_replica,
         "target": _plain(r.sizing) if r.sizing else None,
         "sweep": [{"rate_per_s": run.rate_per_s, "requests_per_s": run.requests_per_s,
                    "output_tokens_per_s": run.output_tokens_per_s, "ttft_s": _percentiles(run.ttft_s),

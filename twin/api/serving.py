@@ -17,7 +17,7 @@ from twin.power.serving import serving_power
 from twin.results import CapacityResult, ServingResult
 from twin.scenario import Scenario
 from twin.serving.capacity import capacity as capacity_search
-from twin.serving.capacity import sizing
+from twin.serving.capacity import Sizing, sizing
 from twin.serving.deployment import Replica, ServingSpec, fitting_changes, memory_problem, replica, simulate
 
 
@@ -108,20 +108,31 @@ def _rate(rate_per_s: float | None) -> str:
     return "offline load (every request at t = 0)" if rate_per_s is None else f"{rate_per_s:g} requests/s"
 
 
-def capacity(scenario: Scenario, target_rate_per_s: float | None = None) -> CapacityResult:
+def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
+             grid: tuple[float, ...] = ()) -> CapacityResult:
     """The highest rate within the SLO of the scenario's deployment (and of each alternative);
-    with ``target_rate_per_s``, the replicas and GPUs that rate needs."""
-    first, *others = [_capacity(scenario, d, target_rate_per_s) for d in deployments(scenario)]
+    with ``target_rate_per_s``, the replicas and GPUs that rate needs; ``grid`` adds trial rates at
+    these fractions of the offline throughput to the first deployment's sweep (a curve to draw)."""
+    first, *others = [_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ())
+                      for i, d in enumerate(deployments(scenario))]
     return replace(first, alternatives=tuple(others))
 
 
-def _capacity(scenario: Scenario, d: Deployment, target_rate_per_s: float | None) -> CapacityResult:
+def gpus_for_rate(record: dict, target_rate_per_s: float) -> Sizing:
+    """Replicas and GPUs a capacity record's deployment needs for ``target_rate_per_s``."""
+    return sizing(record["per_replica_rate_per_s"], record["devices_per_replica"], record["instances_per_gpu"],
+                  target_rate_per_s)
+
+
+def _capacity(scenario: Scenario, d: Deployment, target_rate_per_s: float | None,
+              grid: tuple[float, ...]) -> CapacityResult:
     rep = d.replica
-    per_replica_gpus = rep.devices / rep.profile.instances if rep.profile else float(rep.devices)
+    instances = rep.profile.instances if rep.profile else 1
     problem = memory_problem(d.spec, rep.memory)
     warnings = [f"{d.where}: does not fit: {problem}"] if problem else []
-    cap = None if problem else capacity_search(d.spec, rep)
-    size = sizing(cap, rep, target_rate_per_s) if cap and target_rate_per_s else None
+    cap = None if problem else capacity_search(d.spec, rep, grid)
+    size = (sizing(cap.per_replica_rate_per_s, rep.devices, instances, target_rate_per_s)
+            if cap and target_rate_per_s else None)
     if cap is not None and not cap.slo_bound:
         warnings.append(f"{d.where}: no SLO (serving.slo): the capacity is the offline throughput")
     if cap is not None and cap.slo_bound and cap.rate_per_s <= 0:
@@ -131,5 +142,5 @@ def _capacity(scenario: Scenario, d: Deployment, target_rate_per_s: float | None
         warnings.append(f"{d.where}: {_rate(target_rate_per_s)} needs {size.replicas:,} replicas; the cluster "
                         f"holds {rep.replicas:,}")
     return CapacityResult(scenario=scenario.name, label=d.label, capacity=cap, replicas=rep.replicas,
-                          devices_per_replica=rep.devices, gpus_per_replica=per_replica_gpus, slo=d.spec.slo,
+                          devices_per_replica=rep.devices, instances_per_gpu=instances, slo=d.spec.slo,
                           sizing=size, warnings=warnings)

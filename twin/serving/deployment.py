@@ -132,8 +132,9 @@ def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficien
                                 "instances: an instance has no NVLink or peer access; use 1 × 1 per instance")
     check_precision(gpu, spec.precision, spec.kv_cache, where)
     if spec.engine.offload == "grace" and node.gpu.host_memory_bytes <= 0:
-        raise ScenarioError(f"{where}.engine.offload", f"grace offload needs a Grace Hopper superchip; "
-                            f"the {node.gpu.name} has no Grace memory")
+        key = "serving.engine.offload" if where == "serving" else f"{where}.offload"   # alternatives name it flat
+        raise ScenarioError(key, f"grace offload needs a Grace Hopper superchip; the {node.gpu.name} has no Grace "
+                            f"memory; write offload: none")
     m = spec.model
     if m.heads % spec.tensor or m.kv_heads % min(spec.tensor, m.kv_heads):
         raise ScenarioError(f"{where}.parallelism.tensor", f"{spec.tensor} does not divide the {m.heads} attention "
