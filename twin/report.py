@@ -215,6 +215,8 @@ def capacity_summary(record: dict[str, Any]) -> str:
 
 
 def _capacity_row(r: dict[str, Any]) -> list[str]:
+    if not r["memory_fits"]:
+        return [r["label"], "does not fit", "", "", ""] + ([""] if r["target"] else [])
     row = [r["label"], _rate(r["per_replica_rate_per_s"]), _rate(r["per_gpu_rate_per_s"]),
            f"{_rate(r['rate_per_s'])} ({r['replicas']:,})", _rate(r["offline_requests_per_s"])]
     t = r["target"]

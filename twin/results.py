@@ -265,6 +265,7 @@ class ServingResult:
     instances_used: int              # GPUs, or MIG instances, the replicas run on
     memory: MemoryPlan               # one GPU (or instance) of a replica
     memory_fits: bool
+    rate_per_s: float | None         # offered arrival rate, whole deployment (None: offline)
     slo: SLOSpec
     country: str
     pue: float
@@ -313,16 +314,16 @@ def serving_record(r: ServingResult) -> dict[str, Any]:
         "slo_met": bool(run.slo_met) if run else False,
         "schema_version": SCHEMA_VERSION,
         "slo": {"ttft_p99_s": r.slo.ttft_p99_s, "tpot_p99_s": r.slo.tpot_p99_s},
-        "rate_per_s": run.rate_per_s if run else None,
+        "rate_per_s": r.rate_per_s,
         "deployment": {
             "model": r.model, "node": r.node, "gpu": r.gpu, "mig": r.mig, "precision": r.precision,
             "kv_cache": r.kv_cache, "tensor": r.tensor, "pipeline": r.pipeline, "replicas": r.replicas,
             "devices_per_replica": r.devices_per_replica, "instances_used": r.instances_used,
         },
         "memory_breakdown_bytes": {
-            "weights": mem.weights_in_hbm_bytes, "reserve": mem.reserve_bytes,
+            "weights": mem.weights_bytes - mem.weights_grace_bytes, "reserve": mem.reserve_bytes,
             "kv_cache": mem.kv_hbm_tokens * mem.kv_bytes_per_token,
-            "weights_grace": mem.weights_spilled_bytes, "kv_cache_grace": mem.kv_host_tokens * mem.kv_bytes_per_token,
+            "weights_grace": mem.weights_grace_bytes, "kv_cache_grace": mem.kv_host_tokens * mem.kv_bytes_per_token,
         },
         "kv_bytes_per_token": mem.kv_bytes_per_token,
         "memory_advice": list(r.memory_advice),
@@ -349,7 +350,7 @@ class CapacityResult:
     """The highest rate a serving deployment sustains within its SLO, and what a target rate needs."""
     scenario: str
     label: str
-    capacity: Capacity | None        # None when the deployment cannot hold the load
+    capacity: Capacity | None        # None when the deployment cannot hold the load (``memory_fits``)
     replicas: int
     devices_per_replica: int         # GPUs, or MIG instances
     instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
@@ -379,6 +380,7 @@ def capacity_record(r: CapacityResult) -> dict[str, Any]:
         "rate_per_s": cap.rate_per_s if cap else 0.0,
         "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
         "slo_bound": cap.slo_bound if cap else False,
+        "memory_fits": cap is not None,
         "slo": {"ttft_p99_s": r.slo.ttft_p99_s, "tpot_p99_s": r.slo.tpot_p99_s},
         "replicas": r.replicas,
         "devices_per_replica": r.devices_per_replica,

@@ -94,7 +94,8 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
         scenario=scenario.name, label=d.label, model=spec.model.name, node=node.name, gpu=node.gpu.name,
         mig=spec.mig, precision=spec.precision, kv_cache=spec.kv_cache, tensor=spec.tensor, pipeline=spec.pipeline,
         replicas=rep.replicas, devices_per_replica=rep.devices, gpus_total=cluster.gpus, gpus_used=rep.gpus_used,
-        instances_used=rep.devices_used, memory=rep.memory, memory_fits=problem is None, slo=spec.slo,
+        instances_used=rep.devices_used, memory=rep.memory, memory_fits=problem is None,
+        rate_per_s=spec.load.rate_per_s, slo=spec.slo,
         country=site.country, pue=site.pue, run=run, power=power, memory_advice=advice, warnings=warnings,
         sources=sources,
     )

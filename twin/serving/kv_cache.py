@@ -57,6 +57,11 @@ class MemoryPlan:
         return self.weights_bytes - self.weights_in_hbm_bytes
 
     @property
+    def weights_grace_bytes(self) -> float:
+        """Weights held in Grace memory (0 without offload: what HBM cannot hold then does not fit)."""
+        return min(self.weights_spilled_bytes, self.host_bytes)
+
+    @property
     def free_hbm_bytes(self) -> float:
         return self.hbm_bytes - self.weights_in_hbm_bytes - self.reserve_bytes
 
@@ -85,8 +90,10 @@ class MemoryPlan:
 
     @property
     def total_bytes(self) -> float:
-        """HBM in use: weights, reserve and the KV cache at capacity."""
-        return self.weights_in_hbm_bytes + self.reserve_bytes + self.kv_hbm_tokens * self.kv_bytes_per_token
+        """HBM needed: the weights not held in Grace memory, the reserve and the KV cache at capacity
+        (more than ``hbm_bytes`` when the weights do not fit)."""
+        weights = self.weights_bytes - self.weights_grace_bytes
+        return weights + self.reserve_bytes + self.kv_hbm_tokens * self.kv_bytes_per_token
 
     def _tokens(self, space_bytes: float) -> int:
         blocks = math.floor(space_bytes / (self.kv_bytes_per_token * self.block_tokens))
