@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, SCENARIOS
+from tests.conftest import BASE, ROOT, SCENARIOS, with_
 from twin.api import run_dict
 from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
@@ -33,17 +32,6 @@ def superpod() -> dict:
 @pytest.fixture(scope="module")
 def superpod_result():
     return run_dict(superpod())
-
-
-def with_(data: dict, **changes) -> dict:
-    out = copy.deepcopy(data)
-    for dotted, value in changes.items():
-        node = out
-        *parents, last = dotted.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-    return out
 
 
 # -- devices ------------------------------------------------------------------------------

@@ -37,8 +37,11 @@ WORKLOADS = ("training",)
 EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
 
 
+ScenarioName = name_text(200)
+
+
 class Scenario(Strict):
-    name: name_text(200) = "unnamed scenario"
+    name: ScenarioName = "unnamed scenario"
     cluster: Cluster
     site: Site = Site()
     training: Training | None = None
