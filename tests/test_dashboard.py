@@ -325,3 +325,17 @@ def test_compare_crosses_two_dimensions():
     labels = list(at.dataframe[0].value["what-if"])
     assert labels == ["precision bf16 · country FR", "precision bf16 · country DE",
                       "precision fp8 · country FR", "precision fp8 · country DE"]
+
+
+def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page():
+    raw = {"name": "70B on L4", "cluster": {"node": "l4-server", "nodes": 1},
+           "serving": {"model": "llama3-70b", "load": {"rate": "1/s", "input_tokens": {"mean": 1000},
+                                                       "output_tokens": {"mean": 200}},
+                       "slo": {"ttft_p99": "2 s"}}}
+    at = app("serving")
+    at.sidebar.get("file_uploader")[0].set_value(("big.yaml", yaml.safe_dump(raw).encode(), "application/x-yaml"))
+    at.run()
+    assert_clean(at)
+    assert any("does not fit" in w.value and "tensor 8 would fit" in w.value for w in at.warning)
+    assert any("does not fit" in i.value for i in at.info)
+    assert not at.get("plotly_chart")

@@ -34,9 +34,11 @@ def render(ctx: Context) -> None:
         st.subheader("Latency against throughput")
         st.caption("Each point is the deployment at one offered rate (the capacity search's trials and a sweep "
                    "from light load to past saturation); green points meet the SLO (dashed lines).")
+        missing = ("the deployment does not fit (see the warning above)" if not cap["memory_fits"] else
+                   "no SLO in the scenario (serving.slo): the capacity is the saturated throughput")
         figure("Latency against throughput", serving.latency_throughput_figure, cap, available=bool(cap["sweep"]),
-               missing="no SLO in the scenario (serving.slo): the capacity is the offline throughput",
-               key="fig.serving.latency")
+               missing=missing, key="fig.serving.latency")
+    if cap is not None and cap["memory_fits"]:
         st.subheader("GPUs for a target rate")
         target = st.number_input("Target arrival rate [requests/s]", min_value=0.001,
                                  value=float(max(1.0, round(10 * cap["rate_per_s"], 1))), key="serving.target")

@@ -17,6 +17,18 @@ from twin.scenario.training import Degree, ModelChoice
 Tokens = number("count", ge="1", le="16M", why="2^24 tokens, above the longest context a published model serves (10M)")
 Rate = number("rate", gt="0/s", le="1000000/s", why="a million requests a second, above any published deployment")
 Latency = number("time", gt="0 s", le="1 h", why="a target beyond an hour is no latency target")
+MaxBatch = number(integer=True, ge="1", le="65536", why="2^16 sequences in flight")
+TokensInFlight = number(integer=True, ge="1", le="1048576", why="2^20 tokens in one iteration")
+BlockTokens = number(integer=True, ge="1", le="4096", why="tokens per paged-KV block; engines use 16 to 128")
+MemoryFraction = number(gt="0", le="1", why="a share of the memory left after weights and reserve")
+Sigma = number(gt="0", le="4", why="standard deviation of the log; 4 spans eight decades")
+Requests = number(integer=True, ge="1", le="100000",
+                  why="10x the 10,000 requests that reach a steady state; the engine's work grows with them")
+PrefixTokens = number(integer=True, ge="0", le="16777216", why="at most the prompt")
+Seed = number(integer=True, ge="0", le="4294967295", why="a 32-bit seed")
+Replicas = number(integer=True, ge="1", le="1048576", why="2^20 replicas")
+Nodes = number(integer=True, ge="1", le="32768", why="as cluster.nodes")
+AlternativeName = name_text(80)
 # Alternatives a serving scenario compares at most (each one runs the whole load again).
 MAX_ALTERNATIVES = 8
 
@@ -29,15 +41,14 @@ class Parallelism(Strict):
 
 class Engine(Strict):
     """The serving engine's settings (TensorRT-LLM / vLLM vocabulary)."""
-    max_batch: number(integer=True, ge="1", le="65536", why="2^16 sequences in flight") = 256
-    max_tokens_in_flight: Union[Literal["auto"], number(integer=True, ge="1", le="1048576",
-                                                        why="2^20 tokens in one iteration")] = "auto"
+    max_batch: MaxBatch = 256
+    max_tokens_in_flight: Union[Literal["auto"], TokensInFlight] = "auto"
     chunked_prefill: Flag = True
     prefix_cache: Flag = False
     scheduler: Literal["no_evict", "max_utilization"] = "no_evict"
     offload: Literal["none", "grace"] = "none"
-    block_tokens: number(integer=True, ge="1", le="4096", why="tokens per paged-KV block; engines use 16 to 128") = 64
-    kv_memory_fraction: number(gt="0", le="1", why="a share of the memory left after weights and reserve") = 0.9
+    block_tokens: BlockTokens = 64
+    kv_memory_fraction: MemoryFraction = 0.9
 
 
 class Lengths(Strict):
@@ -45,7 +56,7 @@ class Lengths(Strict):
     mean: Tokens
     distribution: Literal["fixed", "exponential", "lognormal"] = "fixed"
     max: Tokens | None = None              # default: the mean for fixed, 8 × the mean otherwise
-    sigma: number(gt="0", le="4", why="standard deviation of the log; 4 spans eight decades") = 1.0
+    sigma: Sigma = 1.0
 
     @model_validator(mode="after")
     def _max_holds_the_mean(self) -> "Lengths":
@@ -59,11 +70,11 @@ class Lengths(Strict):
 
 class Load(Strict):
     rate: Union[Literal["offline"], Rate]  # Poisson arrivals over the whole deployment, or all at t = 0
-    requests: number(integer=True, ge="1", le="1000000", why="a million requests; 10,000 reach a steady state") = 1000
+    requests: Requests = 1000
     input_tokens: Lengths
     output_tokens: Lengths
-    prefix_tokens: number(integer=True, ge="0", le="16777216", why="at most the prompt") = 0
-    seed: number(integer=True, ge="0", le="4294967295", why="a 32-bit seed") = 0
+    prefix_tokens: PrefixTokens = 0
+    seed: Seed = 0
 
     @model_validator(mode="after")
     def _prefix_inside_the_prompt(self) -> "Load":
@@ -86,14 +97,14 @@ class Alternative(Strict):
 
     Every key left out keeps the first deployment's value (``mig: null`` removes MIG).
     """
-    name: name_text(80) | None = None
+    name: AlternativeName | None = None
     node: str | None = None
-    nodes: number(integer=True, ge="1", le="32768", why="as cluster.nodes") | None = None
+    nodes: Nodes | None = None
     mig: str | None = None
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] | None = None
     kv_cache: KVPrecision | None = None
     parallelism: Parallelism | None = None
-    replicas: Union[Literal["auto"], number(integer=True, ge="1", le="1048576", why="2^20 replicas")] | None = None
+    replicas: Union[Literal["auto"], Replicas] | None = None
     offload: Literal["none", "grace"] | None = None     # engine.offload of this deployment
 
 
@@ -102,7 +113,7 @@ class Serving(Strict):
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"   # weights and GEMMs; int4 is weight-only
     kv_cache: KVPrecision = "auto"         # auto: the weights' precision (bf16 under int4)
     parallelism: Parallelism = Parallelism()
-    replicas: Union[Literal["auto"], number(integer=True, ge="1", le="1048576", why="2^20 replicas")] = "auto"
+    replicas: Union[Literal["auto"], Replicas] = "auto"
     mig: str | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
     engine: Engine = Engine()
     load: Load
