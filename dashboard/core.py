@@ -197,7 +197,7 @@ SWEEP_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.2)
 
 
 def serving_capacity(raw: dict[str, Any]) -> dict[str, Any]:
-    """A serving scenario's capacity record with a rate sweep → {"result": dict or None, "error": one line or None}."""
+    """A serving scenario's capacity record with a rate sweep → {"result": dict or None, "error": one line}."""
     try:
         result = capacity(parse_scenario(copy.deepcopy(raw)), grid=SWEEP_FRACTIONS)
     except TwinError as exc:

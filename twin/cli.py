@@ -113,7 +113,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training and serving.")
+    p = argparse.ArgumentParser(prog="python -m twin",
+                                description="A digital twin of GPU clusters for LLM training and serving.")
     p.add_argument("--version", action="version", version=f"twin {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -136,7 +136,7 @@ def serving_summary(record: dict[str, Any]) -> str:
         out += ["", "Compared deployments (the same model and load)", ""]
         out.append(table([_comparison_row(x) for x in [r, *alternatives]],
                          ["deployment", "GPUs", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO",
-                          f"kWh/M tok", f"EUR/M tok ({r['country']})", f"kg CO2e/M tok ({r['country']})"]))
+                          "kWh/M tok", f"EUR/M tok ({r['country']})", f"kg CO2e/M tok ({r['country']})"]))
     for w in [*r["warnings"], *(w for x in alternatives for w in x["warnings"])]:
         out.append(f"warning: {w}")
     return "\n".join(out)
