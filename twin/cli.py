@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | sweep | plan | catalog | topology | validate``.
+"""Command line: ``python -m twin run | capacity | sweep | plan | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -83,6 +83,21 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from twin.api import capacity_file
+    from twin.report import capacity_summary
+    from twin.units import parse_quantity
+
+    rate = None
+    if args.rate is not None:
+        rate = parse_quantity(args.rate, "rate", "--rate")
+        if not 0 < rate < float("inf"):
+            raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
+    result = capacity_file(args.scenario, rate)
+    print(result.to_json() if args.json else capacity_summary(result.to_dict()))
+    return 0
+
+
 def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
     from twin.hardware.specs import gpu_spec, node_spec
     from twin.units import fmt_bytes
@@ -145,7 +160,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training.")
+    p = argparse.ArgumentParser(prog="python -m twin",
+                                description="A digital twin of GPU clusters for LLM training and serving.")
     p.add_argument("--version", action="version", version=f"twin {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -180,6 +196,13 @@ def parser() -> argparse.ArgumentParser:
     _vary_arguments(pl, "also search cluster options: a cluster or site KEY=V1,V2,… (repeatable)")
     pl.add_argument("--json", action="store_true", help="print the search as JSON, nothing else")
     pl.set_defaults(func=_cmd_plan)
+
+
+    cap = sub.add_parser("capacity", help="the highest arrival rate a serving scenario sustains within its SLO")
+    cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
+    cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
+    cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
     cat.add_argument("kind", choices=["gpus", "nodes", "models"])
