@@ -172,7 +172,7 @@ def test_sweep_command_writes_the_study_and_prints_the_pareto_front(tmp_path, ca
                  "--out", str(tmp_path / "out"), "--workers", "1", "--closed-form", "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["points"] == 4 and record["ran"] == 4
-    assert record["objectives"] == ["time_to_train_s", "site_cost_eur", "site_carbon_kg"]
+    assert record["objectives"] == ["time_to_train_s", "site_total_cost_eur", "site_carbon_kg"]
     assert {r["site.country"] for r in record["front"]} == {"SE"}  # same times, Sweden's grid and prices are lower
     assert (tmp_path / "out" / "study.yaml").exists()
     assert main(["sweep", str(path), "--vary", "cluster.nodez=1"]) == 2
@@ -241,3 +241,18 @@ def test_constraints_reject_plans_and_cluster_options_are_searched():
     assert costs == sorted(costs)
     with pytest.raises(ScenarioError, match="^--vary: training.parallelism is what the search varies"):
         search(data, "test", space=space(["training.parallelism.tensor=1,2"]))
+
+
+def test_a_serving_sweep_has_the_same_shape_and_its_own_front():
+    from tests.test_serving_scenario import SERVING
+
+    data = copy.deepcopy(SERVING)
+    data["serving"]["load"]["requests"] = 60
+    report = sweep(data, "serving", space(["serving.precision=fp8,bf16", "serving.parallelism.tensor=1,3"]))
+    assert len(report.rows) == 4 and report.errors == 2           # 3 does not divide the heads: error rows
+    ok = [r for r in report.rows if r["error"] is None]
+    assert {r["workload"] for r in ok} == {"serving"}
+    assert all(r["site_cost_per_million_output_tokens_eur"] == r["cost_per_million_output_tokens_eur.FR"] for r in ok)
+    assert report.objectives == ("ttft_s.p99", "site_cost_per_million_output_tokens_eur",
+                                 "site_carbon_per_million_output_tokens_kg")
+    assert report.front

@@ -106,8 +106,11 @@ def training_summary(record: dict[str, Any]) -> str:
 # Columns of a study's tables in words, with their formatter.
 OBJECTIVE_COLUMNS = {
     "time_to_train_s": ("time to train", fmt_duration),
-    "site_cost_eur": ("cost", lambda v: _euros(v)),
+    "site_total_cost_eur": ("cost", lambda v: _euros(v)),
     "site_carbon_kg": ("carbon", lambda v: _tonnes(v)),
+    "ttft_s.p99": ("p99 time to first token", fmt_duration),
+    "site_cost_per_million_output_tokens_eur": ("cost per M output tokens", lambda v: f"{v:,.3g} EUR"),
+    "site_carbon_per_million_output_tokens_kg": ("carbon per M output tokens", lambda v: f"{v:,.3g} kg CO2e"),
 }
 # Rows of a table shown in the terminal at most.
 MAX_TABLE_ROWS = 20

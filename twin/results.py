@@ -494,6 +494,13 @@ class ServingResult:
     def to_dict(self) -> dict[str, Any]:
         return _finite(serving_record(self) | {"alternatives": [serving_record(a) for a in self.alternatives]})
 
+    def to_flat(self) -> dict[str, Any]:
+        """The record's scalar fields, one level deep (``flatten``), without the compared deployments or
+        sources: a row of a study's table."""
+        record = serving_record(self)
+        del record["sources"]
+        return flatten(_finite(record))
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
 

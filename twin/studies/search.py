@@ -40,8 +40,13 @@ from twin.units import parse_quantity
 
 # What each objective minimises, on a closed-form estimate and on a full result.
 OBJECTIVES = ("time", "cost", "carbon", "energy")
-# The columns of a sweep's table its Pareto front is drawn over (all minimised).
-SWEEP_OBJECTIVES = ("time_to_train_s", "site_cost_eur", "site_carbon_kg")
+# The columns of a sweep's table its Pareto front is drawn over (all minimised), by workload:
+# a training run's time, cost and carbon; a serving deployment's p99 time to first token and
+# its cost and carbon per million output tokens.
+SWEEP_OBJECTIVES = {
+    "training": ("time_to_train_s", "site_total_cost_eur", "site_carbon_kg"),
+    "serving": ("ttft_s.p99", "site_cost_per_million_output_tokens_eur", "site_carbon_per_million_output_tokens_kg"),
+}
 MICROBATCHES = (1, 2, 4, 8, 16)
 MAX_VIRTUAL_STAGES = 8
 # Plans one search evaluates at most; past it the search says it was not exhaustive.
@@ -136,6 +141,12 @@ def pareto_front(rows: list[dict[str, Any]], objectives: tuple[str, ...] | list[
         if not beaten:
             front.append((values, row))
     return [row for _, row in front]
+
+
+def sweep_objectives(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The objectives of a sweep's Pareto front: its workload's, those some row has a value for."""
+    workload = next((r.get("workload", "training") for r in rows if r.get("error") is None), "training")
+    return tuple(o for o in SWEEP_OBJECTIVES[workload] if any(r.get(o) is not None for r in rows))
 
 
 # -- the space of plans -----------------------------------------------------------------------

@@ -21,14 +21,11 @@ from twin.results import SweepReport
 from twin.studies import store
 from twin.studies.executor import Executor, InProcess, run_batches
 from twin.studies.progress import Progress
-from twin.studies.search import SWEEP_OBJECTIVES, pareto_front
+from twin.studies.search import pareto_front, sweep_objectives
 from twin.studies.space import Space
 
 # Results are written to the study directory at least this often while a study runs.
 SAVE_EVERY_S = 30.0
-# The site's own figures, picked out of the per-country fields of a row.
-SITE_FIELDS = {"site_carbon_kg": "carbon_kg", "site_energy_cost_eur": "energy_cost_eur",
-               "site_cost_eur": "total_cost_eur"}
 
 
 def evaluate_points(base: dict[str, Any], source: str, closed_form: bool,
@@ -50,11 +47,18 @@ def point_row(base: dict[str, Any], source: str, closed_form: bool, index: int,
         row[store.ERROR] = str(exc)
         return row
     flat = result.to_flat()
-    for name, prefix in SITE_FIELDS.items():
-        flat[name] = flat.get(f"{prefix}.{flat.get('country')}")
+    for key, value in site_fields(flat).items():
+        row.setdefault(key, value)
     for key, value in flat.items():
         row.setdefault(key, value)          # a varied key keeps its column (failures.seed is both)
     return row
+
+
+def site_fields(flat: dict[str, Any]) -> dict[str, Any]:
+    """The site's own figures out of a row's per-country fields: ``carbon_kg.FR`` → ``site_carbon_kg``
+    when the site is in France, whichever country each point runs in."""
+    suffix = f".{flat.get('country')}"
+    return {f"site_{key[:-len(suffix)]}": value for key, value in flat.items() if key.endswith(suffix)}
 
 
 def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | None = None,
@@ -108,7 +112,7 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
             _finish(directory, rows, first, study, csv)
     ordered = [rows[i] for i in sorted(rows)]
     errors = sum(1 for r in ordered if r[store.ERROR] is not None)
-    objectives = tuple(o for o in SWEEP_OBJECTIVES if any(r.get(o) is not None for r in ordered))
+    objectives = sweep_objectives(ordered)
     return SweepReport(ordered, len(todo), reused, dropped, errors, seconds, pool.where, study,
                        pareto_front(ordered, objectives), objectives, str(directory) if directory else None)
 
