@@ -80,13 +80,13 @@ def test_a_two_by_three_grid_gives_six_rows_with_the_varied_keys(tmp_path):
 
 def test_zip_pairs_the_values():
     report = sweep(base(), "test", space(["cluster.nodes=1,2,4", "site.country=FR,DE,SE"], "zip"), closed_form=True)
-    assert [(r["cluster.nodes"], r["country"]) for r in report.rows] == [(1, "FR"), (2, "DE"), (4, "SE")]
+    assert [(r["cluster.nodes"], r["country"]) for r in report.table.to_pylist()] == [(1, "FR"), (2, "DE"), (4, "SE")]
 
 
 def test_an_invalid_point_is_an_error_row_with_the_one_line_message(tmp_path):
     report = sweep(base(), "test", space(["training.parallelism.tensor=1,3", "site.pue=1.2,0.5"]), tmp_path,
                    closed_form=True)
-    errors = {(r["training.parallelism.tensor"], r["site.pue"]): r["error"] for r in report.rows}
+    errors = {(r["training.parallelism.tensor"], r["site.pue"]): r["error"] for r in report.table.to_pylist()}
     assert errors[(1, 1.2)] is None
     assert errors[(3, 1.2)].startswith("training.parallelism.tensor: 3 does not divide the model's 32 attention heads")
     assert errors[(1, 0.5)].startswith("site.pue: 0.5 is not allowed")
@@ -101,13 +101,13 @@ def test_a_resumed_study_runs_no_point_twice(tmp_path):
     grown = sweep(base(), "test", space(["cluster.nodes=1,2,4", "site.pue=1.2"]), tmp_path, closed_form=True)
     assert (grown.ran, grown.reused, grown.dropped) == (1, 2, 0)   # site.pue=1.2 is the base's: same scenarios
     again = sweep(base(), "test", space(["cluster.nodes=1,2,4", "site.pue=1.2"]), tmp_path, closed_form=True)
-    assert again.ran == 0 and again.rows == grown.rows
+    assert again.ran == 0 and again.table.to_pylist() == grown.table.to_pylist()
     assert [r["point"] for r in pq.read_table(tmp_path / store.RESULTS).to_pylist()] == [0, 1, 2]
 
 
 def test_the_same_points_give_the_same_rows_whatever_the_batching():
     study = space(["cluster.nodes=1,2,4", "site.country=FR,DE"])
-    whole = sweep(base(), "test", study, closed_form=True).rows
+    whole = sweep(base(), "test", study, closed_form=True).table.to_pylist()
     task_sizes = []
 
     def task(batch):
@@ -116,7 +116,7 @@ def test_the_same_points_give_the_same_rows_whatever_the_batching():
 
     out = [x for answers in run_batches(InProcess(), task, range(100), target_s=0.01) for x in answers]
     assert sorted(out) == [2 * i for i in range(100)] and task_sizes[0] == 1 and max(task_sizes) == 10
-    assert sweep(base(), "test", study, closed_form=True).rows == whole
+    assert sweep(base(), "test", study, closed_form=True).table.to_pylist() == whole
 
 
 def test_dask_results_equal_the_local_ones_bit_for_bit():
@@ -134,7 +134,7 @@ def test_dask_results_equal_the_local_ones_bit_for_bit():
             remote = sweep(data, "test", study, pool=pool)
         finally:
             pool.close()
-    assert remote.rows == local.rows
+    assert remote.table.to_pylist() == local.table.to_pylist() and remote.table.num_rows == 4
     assert remote.where.startswith("the Dask cluster at tcp://")
 
 
@@ -249,8 +249,8 @@ def test_a_serving_sweep_has_the_same_shape_and_its_own_front():
     data = copy.deepcopy(SERVING)
     data["serving"]["load"]["requests"] = 60
     report = sweep(data, "serving", space(["serving.precision=fp8,bf16", "serving.parallelism.tensor=1,3"]))
-    assert len(report.rows) == 4 and report.errors == 2           # 3 does not divide the heads: error rows
-    ok = [r for r in report.rows if r["error"] is None]
+    assert report.points == 4 and report.errors == 2           # 3 does not divide the heads: error rows
+    ok = [r for r in report.table.to_pylist() if r["error"] is None]
     assert {r["workload"] for r in ok} == {"serving"}
     assert all(r["site_cost_per_million_output_tokens_eur"] == r["cost_per_million_output_tokens_eur.FR"] for r in ok)
     assert report.objectives == ("ttft_s.p99", "site_cost_per_million_output_tokens_eur",

@@ -251,18 +251,20 @@ def search_record(s: PlanSearch) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SweepReport:
-    """What a sweep did and found (``python -m twin sweep``); its rows are flat records."""
-    rows: list[dict[str, Any]]               # every point of the study, by index
+    """What a sweep did and found (``python -m twin sweep``)."""
+    points: int                              # rows of the study: every point, run now or before
     ran: int                                 # points run now
     reused: int                              # points found in the study directory
     dropped: int                             # rows of the directory that are not points of this study
     errors: int
+    error_messages: dict[str, int]           # each distinct error and how many points raised it
     seconds: float
     where: str                               # the executor
     study: dict[str, Any]                    # what study.yaml says
-    front: list[dict[str, Any]] = field(default_factory=list)
+    front: list[dict[str, Any]] = field(default_factory=list)   # point, varied keys and objectives
     objectives: tuple[str, ...] = ()         # the front's columns, all minimised
     directory: str | None = None
+    table: Any = None                        # every row (a pyarrow table); not part of the record
 
     @property
     def points_per_s(self) -> float:
@@ -276,31 +278,20 @@ class SweepReport:
 
 
 def sweep_record(s: SweepReport) -> dict[str, Any]:
-    """The JSON summary of a sweep (docs/results.md, "Sweeps"): counts and the Pareto front, each front row
-    with its point, varied keys and objectives."""
-    keys = ["point", *s.study.get("keys", [])]
+    """The JSON summary of a sweep (docs/results.md, "Sweeps"): counts and the Pareto front."""
     return {
         "scenario": s.study.get("scenario_name"),
-        "points": len(s.rows),
+        "points": s.points,
         "ran": s.ran,
         "reused": s.reused,
         "dropped": s.dropped,
         "errors": s.errors,
         "directory": s.directory,
         "objectives": list(s.objectives),
-        "front": [{k: row.get(k) for k in [*keys, *s.objectives]} for row in s.front],
-        "error_messages": _error_counts(s.rows),
+        "front": list(s.front),
+        "error_messages": dict(s.error_messages),
         "schema_version": SCHEMA_VERSION,
     }
-
-
-def _error_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Each distinct error message of a sweep and how many points raised it, most frequent first."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        if row.get("error"):
-            counts[row["error"]] = counts.get(row["error"], 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _plain(record: Any) -> Any:

@@ -143,10 +143,12 @@ def pareto_front(rows: list[dict[str, Any]], objectives: tuple[str, ...] | list[
     return [row for _, row in front]
 
 
-def sweep_objectives(rows: list[dict[str, Any]]) -> tuple[str, ...]:
-    """The objectives of a sweep's Pareto front: its workload's, those some row has a value for."""
-    workload = next((r.get("workload", "training") for r in rows if r.get("error") is None), "training")
-    return tuple(o for o in SWEEP_OBJECTIVES[workload] if any(r.get(o) is not None for r in rows))
+def sweep_objectives(table) -> tuple[str, ...]:
+    """The objectives of a sweep's Pareto front (a pyarrow table of its rows): its workload's, those
+    some row has a value for."""
+    names = table.column_names
+    workload = "serving" if "workload" in names and "serving" in table.column("workload").to_pylist() else "training"
+    return tuple(o for o in SWEEP_OBJECTIVES[workload] if o in names and table.column(o).null_count < table.num_rows)
 
 
 # -- the space of plans -----------------------------------------------------------------------

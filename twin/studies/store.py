@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +71,49 @@ def table(rows: list[dict[str, Any]], first: list[str]) -> pa.Table:
     return pa.table({name: _column([row.get(name) for row in rows]) for name in names})
 
 
+def _common_type(types: list[pa.DataType]) -> pa.DataType:
+    """The type a column takes across chunks: as ``_column`` decides for values."""
+    known = {t for t in types if t != pa.null()}
+    if not known:
+        return pa.null()
+    if len(known) == 1:
+        return known.pop()
+    if known <= {pa.int64(), pa.float64()}:
+        return pa.float64()
+    return pa.string()
+
+
+def combine(tables: list[pa.Table], first: list[str]) -> pa.Table:
+    """Chunks of rows as one table sorted by point index: columns in first-seen order, each of one type
+    (a column that is text in one chunk and a number in another becomes text)."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return table([], first)
+    names = list(dict.fromkeys([*first, *(n for t in tables for n in t.column_names)]))
+    types = {n: _common_type([t.schema.field(n).type for t in tables if n in t.column_names]) for n in names}
+    parts = []
+    for t in tables:
+        columns = []
+        for n in names:
+            if n not in t.column_names:
+                columns.append(pa.nulls(t.num_rows, types[n]))
+            else:
+                columns.append(t.column(n).cast(types[n]))
+        parts.append(pa.table(columns, names=names))
+    whole = pa.concat_tables(parts)
+    return whole.sort_by(INDEX) if INDEX in names else whole
+
+
+def read_table(directory: Path) -> pa.Table | None:
+    """The results of an earlier run of a study in ``directory`` (None when it holds none)."""
+    path = directory / RESULTS
+    return pq.read_table(path) if path.exists() else None
+
+
 def read_rows(directory: Path) -> list[dict[str, Any]]:
     """Rows of an earlier run of a study in ``directory`` (none when it holds no results)."""
-    path = directory / RESULTS
-    if not path.exists():
-        return []
-    return pq.read_table(path).to_pylist()
+    found = read_table(directory)
+    return [] if found is None else found.to_pylist()
 
 
 def _replace_atomic(path: Path, write) -> None:
@@ -96,14 +132,11 @@ def _replace_atomic(path: Path, write) -> None:
         raise
 
 
-def write_results(directory: Path, rows: Iterable[dict[str, Any]], first: list[str], csv: bool = True) -> pa.Table:
-    """``results.parquet`` (and ``results.csv``) from ``rows``, sorted by point index."""
-    ordered = sorted(rows, key=lambda r: r[INDEX])
-    data = table(ordered, first)
+def write_results(directory: Path, data: pa.Table, csv: bool = True) -> None:
+    """``results.parquet`` (and ``results.csv``) from a combined table."""
     _replace_atomic(directory / RESULTS, lambda tmp: pq.write_table(data, tmp))
     if csv:
         _replace_atomic(directory / TABLE, lambda tmp: pa_csv.write_csv(data, tmp))
-    return data
 
 
 def write_study(directory: Path, study: dict[str, Any]) -> None:

@@ -2,15 +2,17 @@
 
 A point is the base scenario with the varied keys replaced. It is validated as a file
 would be and run like ``twin run`` (training, fine-tuning or serving alike); bad input
-makes an error row holding the one-line message instead of stopping the study. Rows go
-to the study directory as they come (``store``), so an interrupted study resumes where
-it stopped: a point whose scenario hash is already there is not run again.
+makes an error row holding the one-line message instead of stopping the study. Rows are
+gathered into typed chunks as they come and written to the study directory at least every
+``SAVE_EVERY_S`` (``store``), so an interrupted study resumes where it stopped: a point
+whose scenario hash is already there is not run again.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from twin.studies.space import Space
 
 # Results are written to the study directory at least this often while a study runs.
 SAVE_EVERY_S = 30.0
+# Rows kept as Python mappings before they join the typed table (bounds memory on big studies).
+CHUNK_ROWS = 2000
 
 
 def evaluate_points(base: dict[str, Any], source: str, closed_form: bool,
@@ -61,65 +65,91 @@ def site_fields(flat: dict[str, Any]) -> dict[str, Any]:
     return {f"site_{key[:-len(suffix)]}": value for key, value in flat.items() if key.endswith(suffix)}
 
 
+class _Rows:
+    """The rows of a study as they come: typed chunks, with counts of errors by message."""
+
+    def __init__(self, first: list[str]):
+        self.first = first
+        self.chunks: list = []
+        self.buffer: list[dict[str, Any]] = []
+        self.count = 0
+        self.errors: Counter = Counter()
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            if row[store.ERROR] is not None:
+                self.errors[row[store.ERROR]] += 1
+        self.count += len(rows)
+        self.buffer += rows
+        if len(self.buffer) >= CHUNK_ROWS:
+            self.chunks.append(store.table(self.buffer, self.first))
+            self.buffer = []
+
+    def table(self):
+        if self.buffer:
+            self.chunks.append(store.table(self.buffer, self.first))
+            self.buffer = []
+        whole = store.combine(self.chunks, self.first)
+        self.chunks = [whole]
+        return whole
+
+
 def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | None = None,
           pool: Executor | None = None, closed_form: bool = False, progress: Progress | None = None,
           csv: bool = True) -> SweepReport:
     """Run every point of ``space`` on ``base`` (raw scenario data from ``source``), skipping those
     already in ``directory``; write the directory's files as rows come and at the end."""
     pool = pool or InProcess()
-    points = list(space.points())
     first = [store.INDEX, *space.keys, store.HASH, store.ERROR]
-    known = {row[store.HASH]: row for row in store.read_rows(directory)} if directory else {}
-    rows: dict[int, dict[str, Any]] = {}
-    todo = []
-    for point in points:
-        data_hash = store.scenario_hash(with_overrides(base, point.values))
-        earlier = known.get(data_hash)
-        if earlier is not None:
-            rows[point.index] = {**earlier, store.INDEX: point.index, **point.values}
-        else:
+    earlier = store.read_table(directory) if directory else None
+    known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
+    rows = _Rows(first)
+    todo, reuse = [], []
+    for point in space.points():
+        position = known.get(store.scenario_hash(with_overrides(base, point.values)))
+        if position is None:
             todo.append((point.index, point.values))
-    reused = len(rows)
-    used = {row[store.HASH] for row in rows.values()}
-    dropped = sum(1 for h in known if h not in used)
+        else:
+            reuse.append((position, point))
+    for start in range(0, len(reuse), CHUNK_ROWS):
+        part = reuse[start:start + CHUNK_ROWS]
+        found = earlier.take([position for position, _ in part]).to_pylist()
+        rows.add([{**row, store.INDEX: point.index, **point.values} for row, (_, point) in zip(found, part)])
+    dropped = len(known) - len({position for position, _ in reuse})
     study = {
         "scenario": source,
-        "scenario_name": base.get("name", "unnamed scenario") if isinstance(base, dict) else "",
+        "scenario_name": base.get("name", "unnamed scenario"),
         "scenario_sha256": store.scenario_hash(base),
         "mode": space.mode,
         "vary": [a.text for a in space.axes],
         "keys": space.keys,
-        "points": len(points),
+        "points": len(space),
         "engine": "closed-form step" if closed_form else "SimPy step",
         "twin_version": __version__,
         "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
     }
     progress = progress or Progress(len(todo), enabled=False)
+    progress.total = len(todo)
     task = functools.partial(evaluate_points, base, source, closed_form)
     start = saved = time.perf_counter()
     try:
         for answers in run_batches(pool, task, todo):
-            for row in answers:
-                rows[row[store.INDEX]] = row
+            rows.add(answers)
             progress.advance(len(answers))
             if directory is not None and time.perf_counter() - saved >= SAVE_EVERY_S:
-                store.write_results(directory, rows.values(), first, csv=False)
+                store.write_results(directory, rows.table(), csv=False)
                 saved = time.perf_counter()
     finally:
         progress.close()
         seconds = time.perf_counter() - start
-        if directory is not None and rows:
-            _finish(directory, rows, first, study, csv)
-    ordered = [rows[i] for i in sorted(rows)]
-    errors = sum(1 for r in ordered if r[store.ERROR] is not None)
-    objectives = sweep_objectives(ordered)
-    return SweepReport(ordered, len(todo), reused, dropped, errors, seconds, pool.where, study,
-                       pareto_front(ordered, objectives), objectives, str(directory) if directory else None)
-
-
-def _finish(directory: Path, rows: dict[int, dict[str, Any]], first: list[str], study: dict[str, Any],
-            csv: bool) -> None:
-    done = [rows[i] for i in sorted(rows)]
-    study = {**study, "rows": len(done), "errors": sum(1 for r in done if r[store.ERROR] is not None)}
-    store.write_results(directory, done, first, csv)
-    store.write_study(directory, study)
+        data = rows.table()
+        if directory is not None and data.num_rows:
+            store.write_results(directory, data, csv)
+            store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values())})
+    objectives = sweep_objectives(data)
+    wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
+    front = pareto_front(data.select(wanted).to_pylist(), objectives)
+    return SweepReport(points=data.num_rows, ran=len(todo), reused=len(reuse), dropped=dropped,
+                       errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
+                       seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
+                       directory=str(directory) if directory else None, table=data)
