@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import core
+from dashboard import core, studies
 
 
 @st.cache_data(show_spinner=False, ttl=60)
@@ -37,3 +37,13 @@ def evaluate(raw: dict[str, Any]) -> dict[str, Any]:
 @st.cache_data(show_spinner="Searching the highest rate within the SLO…", max_entries=64)
 def serving_capacity(raw: dict[str, Any]) -> dict[str, Any]:
     return core.serving_capacity(raw)
+
+
+@st.cache_data(show_spinner="Running the sweep…", max_entries=32)
+def run_study(raw: dict[str, Any], varies: tuple[str, ...], closed_form: bool) -> dict[str, Any]:
+    return studies.run_live(raw, list(varies), closed_form)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=60)
+def load_study(directory: str) -> dict[str, Any]:
+    return studies.load(directory)

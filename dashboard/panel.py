@@ -22,6 +22,7 @@ PAGES = {
     "job": "Job",
     "compare": "Compare",
     "serving": "Serving",
+    "study": "Study",
 }
 EDITS = "yaml_edits"          # session key: {source id: edited YAML text}
 

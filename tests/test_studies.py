@@ -256,3 +256,19 @@ def test_a_serving_sweep_has_the_same_shape_and_its_own_front():
     assert report.objectives == ("ttft_s.p99", "site_cost_per_million_output_tokens_eur",
                                  "site_carbon_per_million_output_tokens_kg")
     assert report.front
+
+
+def test_the_documented_duckdb_query_reads_a_study(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    import re
+
+    from tests.conftest import ROOT
+
+    sweep(base(), "test", space(["cluster.nodes=1,2", "site.country=FR,SE"]), tmp_path / "runs" / "nodes",
+          closed_form=True)
+    text = (ROOT / "docs" / "studies.md").read_text(encoding="utf-8")
+    query = re.search(r'duckdb\.sql\("""(.*?)"""\)', text, re.S).group(1)
+    rows = duckdb.sql(query.replace("runs/nodes/results.parquet", str(tmp_path / "runs/nodes/results.parquet")))
+    found = rows.fetchall()
+    assert len(found) == 4 and found[0][3] <= found[-1][3]          # cheapest first
+    assert {r[1] for r in found} == {"FR", "SE"}

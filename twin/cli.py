@@ -52,6 +52,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if not args.vary:
         raise ScenarioError("--vary", "a sweep needs at least one --vary KEY=V1,V2,… (e.g. cluster.nodes=64,128)")
     study = _space(args)
+    if args.max_points is not None and len(study) > args.max_points:
+        raise ScenarioError("--max-points", f"the study holds {len(study):,} points, more than {args.max_points:,}")
     directory = check_directory(args.out, "--out") if args.out is not None else None
     data = scenario_data(args.scenario)
     progress = Progress(len(study), enabled=wanted(sys.stderr, args.json))
@@ -180,6 +182,7 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: one per core)")
     sw.add_argument("--closed-form", action="store_true",
                     help="time each step with the analytic schedule instead of the SimPy engine")
+    sw.add_argument("--max-points", type=int, metavar="N", help="refuse a study of more than N points")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON, nothing else")
     sw.set_defaults(func=_cmd_sweep)
 

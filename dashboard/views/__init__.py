@@ -12,11 +12,12 @@ from dashboard.panel import PAGES, Context
 
 def render(ctx: Context) -> None:
     """Draw the page the sidebar selected."""
-    from dashboard.views import cluster, compare, job, overview, scenario, serving, step
+    from dashboard.views import cluster, compare, job, overview, scenario, serving, step, study
 
     pages: dict[str, Callable[[Context], None]] = {
         "scenario": scenario.render, "overview": overview.render, "cluster": cluster.render,
         "step": step.render, "job": job.render, "compare": compare.render, "serving": serving.render,
+        "study": study.render,
     }
     st.title(PAGES[ctx.page])
     if ctx.result:

@@ -29,6 +29,8 @@ TABLE = "results.csv"
 STUDY = "study.yaml"
 # Columns every row has, before the varied keys and the result fields.
 INDEX, HASH, ERROR = "point", "scenario_hash", "error"
+# The last column: whether the row is on the study's Pareto front (``sweep``).
+FRONT = "pareto_front"
 
 
 def scenario_hash(data: dict[str, Any]) -> str:

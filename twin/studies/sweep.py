@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from twin import __version__
 from twin.api import parse_scenario, simulate, with_overrides
 from twin.errors import ScenarioError
@@ -102,6 +104,8 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
     pool = pool or InProcess()
     first = [store.INDEX, *space.keys, store.HASH, store.ERROR]
     earlier = store.read_table(directory) if directory else None
+    if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
+        earlier = earlier.drop_columns([store.FRONT])
     known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
     rows = _Rows(first)
     todo, reuse = [], []
@@ -143,12 +147,16 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
         progress.close()
         seconds = time.perf_counter() - start
         data = rows.table()
+        objectives = sweep_objectives(data)
+        wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
+        front = pareto_front(data.select(wanted).to_pylist(), objectives)
+        on_front = {row[store.INDEX] for row in front}
+        data = data.append_column(store.FRONT, pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()],
+                                                        pa.bool_()))
         if directory is not None and data.num_rows:
             store.write_results(directory, data, csv)
-            store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values())})
-    objectives = sweep_objectives(data)
-    wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
-    front = pareto_front(data.select(wanted).to_pylist(), objectives)
+            store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
+                                          "objectives": list(objectives), "front": len(front)})
     return SweepReport(points=data.num_rows, ran=len(todo), reused=len(reuse), dropped=dropped,
                        errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
                        seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
