@@ -25,10 +25,10 @@ from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.site import Embodied, Site
-from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
+from twin.scenario.training import Checkpoint, InlineModel, Parallelism, StackOptions, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
+           "Parallelism", "StackOptions", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
            "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
@@ -73,7 +73,7 @@ class Scenario(Strict):
 # ---------------------------------------------------------------------------
 # Error messages
 
-_UNION_TAGS = {"str", "int", "float", "bool", "name", "inline", "literal['auto']", "function-before[parse()]",
+_UNION_TAGS = {"str", "int", "float", "bool", "name", "inline", "options", "literal['auto']", "function-before[parse()]",
                "function-after[parse()]"}
 
 
@@ -165,6 +165,12 @@ def _check_catalog_names(scenario: Scenario) -> None:
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
     if scenario.training is not None and isinstance(scenario.training.model, str):
         catalog.entry("models", scenario.training.model, "training.model")
+    if scenario.training is not None:
+        stack = scenario.training.stack
+        if isinstance(stack, str):
+            catalog.entry("stacks", stack, "training.stack")
+        else:
+            catalog.entry("stacks", stack.name, "training.stack.name")
     if scenario.failures.enabled:
         catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
 
@@ -200,9 +206,6 @@ def _check_training(tr: Training) -> None:
     if p.virtual_stages > 1 and p.schedule != "interleaved":
         raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
-    if tr.autocast and tr.precision in ("fp32", "tf32"):
-        raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
-                            f"{tr.precision}; allowed with bf16, fp16 or fp8")
 
 
 def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
