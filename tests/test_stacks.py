@@ -54,7 +54,7 @@ def test_a_profile_extends_another_and_overrides_only_what_it_names():
     for field in behaviour_fields():
         if field not in named:
             assert getattr(nemo, field) == getattr(core, field), field
-    assert nemo.overlap_grad_reduce and not core.overlap_grad_reduce          # NeMo's recipes overlap, Megatron's default does not
+    assert nemo.overlap_grad_reduce and not core.overlap_grad_reduce      # NeMo's recipes overlap, Megatron does not
 
 
 def test_an_unknown_stack_is_refused_with_a_suggestion():
@@ -222,7 +222,7 @@ def test_deepspeed_regathers_under_full_recomputation():
     ("megatron-lm-2021", "gpt3-175b", "standard", "fp16", 14),    # 2 norms, 4 GEMMs, GeLU, 2 BDA, 5 attention
     ("megatron-core-2024", "llama2-7b", "flash", "bf16", 10),     # one fused attention kernel
     ("nemo-2024", "llama2-7b", "flash", "fp8", 14),               # + an FP8 input cast per GEMM
-    ("torchtitan", "llama2-7b", "flash2", "bf16", 32),            # 2 x 8 RMSNorm, 7 GEMMs, SiLU+mul, 2 adds, 5 attention
+    ("torchtitan", "llama2-7b", "flash2", "bf16", 32),            # 2 x 8 RMSNorm, 7 GEMMs, SiLU·x, 2 adds, 5
     ("llm-foundry-2023", "gpt3-175b", "flash1", "bf16", 28),      # 2 LayerNorm, 6 GEMMs (+12 casts), GeLU, 2 adds, 5
 ])
 def test_kernels_per_layer_by_hand(stack, model, attention, precision, expected):

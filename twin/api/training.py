@@ -63,8 +63,8 @@ def build(scenario: Scenario) -> Built:
     plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
     placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
-    ops = OperatorModel(gpu, tr.precision, efficiency,
-                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=stack.attention)
+    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
+                        attention_kernel=stack.attention)
     comm = CommModel(cluster, efficiency, placement)
     costs = step_costs(model, plan, ops, comm, placement, stack)
     memory = memory_per_gpu(model, plan, tr.precision, stack.attention)

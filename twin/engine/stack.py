@@ -48,7 +48,7 @@ FSDP_BACKWARD_PREFETCH: BackwardPrefetch = "pre"
 
 @dataclass(frozen=True)
 class StackProfile:
-    """One framework's way of running a step (catalog stacks.yaml, docs/model.md §9)."""
+    """One framework's way of running a step (catalog stacks.yaml, docs/model.md §7)."""
     name: str
     attention: AttentionKernel
     kernels: KernelStyle

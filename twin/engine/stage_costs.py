@@ -92,7 +92,7 @@ class StepCosts:
     """Hashable: identical costs are simulated once (``iteration.simulate_iteration``)."""
     chunks: tuple[ChunkCost, ...]    # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
     p2p_s: float                     # one activation (or gradient) transfer between stages
-    dp_reduce_s: float               # gradient all-reduce (ZeRO-0, or ZeRO-1 where the stack does) or reduce-scatter (ZeRO-1), once per step
+    dp_reduce_s: float               # gradient all-reduce (ZeRO-0; ZeRO-1 where the stack does) or reduce-scatter
     dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO-1/2), once per step
     optimizer_s: float
     overlap_slowdown: float = 0.0    # extra time of compute per second of a data-parallel collective running beside it
@@ -169,9 +169,8 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         # Userbuffers split each GEMM and its all-gather or reduce-scatter into chunks that
         # pipeline (Megatron-Core --tp-comm-overlap): the layer's GEMMs hide the collectives,
         # slowed by σ while they share the GPU; what outlasts them stays exposed.
-        slowdown = 1.0 / ops.efficiency.overlap_compute - 1.0
-        fwd_comm = _exposed(gemm, fwd_comm, slowdown)
-        bwd_comm = _exposed(2.0 * gemm, bwd_comm, slowdown)
+        fwd_comm = _exposed(gemm, fwd_comm, ops.efficiency.overlap_slowdown)
+        bwd_comm = _exposed(2.0 * gemm, bwd_comm, ops.efficiency.overlap_slowdown)
     if model.is_moe and plan.expert > 1:
         a2a = comm.all_to_all_s(tokens * model.top_k * h * act, placement.expert)
         fwd_comm += 2 * a2a                                   # dispatch and combine
@@ -218,7 +217,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
     grad_bytes = stack.grad_reduce_bytes(precision)
     param_bytes = activation_bytes_per_element("fp32") if stack.autocast else act
-    slowdown = 1.0 / ops.efficiency.overlap_compute - 1.0
+    slowdown = ops.efficiency.overlap_slowdown
 
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
