@@ -29,8 +29,10 @@ forward and gathers them a second time for the backward.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from twin.engine.stack import StackProfile
 from twin.network.collectives import CommModel
@@ -83,20 +85,18 @@ def pass_s(units: Sequence[PassUnit], ahead: Sequence[int], issue_after: bool, s
 
 def prefetch_window(units: Sequence[PassUnit], stack: StackProfile) -> list[int]:
     """For each unit, the last unit gathered ahead of it: the next one (per block), or as many
-    as the prefetch bucket and the live-parameter budget hold (per tensor)."""
+    as the prefetch bucket and the live-parameter budget hold, and at least the next (per tensor)."""
     n = len(units)
     if stack.sharded_gather == "per-block" or stack.prefetch_bucket_params <= 0:
         return [min(i + 1, n - 1) for i in range(n)]
+    held = [0.0, *accumulate(u.params for u in units)]        # held[j]: parameters of units before j
     window = []
     for i, unit in enumerate(units):
         budget = stack.prefetch_bucket_params
         if stack.max_live_params > 0:
             budget = min(budget, stack.max_live_params - unit.params)
-        last, held = i + 1, units[i + 1].params if i + 1 < n else 0.0
-        while last + 1 < n and held + units[last + 1].params <= budget:
-            last += 1
-            held += units[last].params
-        window.append(min(last, n - 1))
+        last = bisect_right(held, held[i + 1] + budget) - 2       # units i+1..last hold at most the budget
+        window.append(min(max(last, i + 1), n - 1))
     return window
 
 
