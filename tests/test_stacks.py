@@ -48,6 +48,20 @@ def test_every_profile_loads_and_every_value_names_its_source():
                 assert key in behaviour_fields() and cell["source"], f"{name}.{key}"
 
 
+@pytest.mark.parametrize("cell,message", [
+    ({"value": "fused"}, "needs a value and its source"),
+    ({"value": "compiled", "source": "s"}, "allowed: fused, eager"),
+    ({"value": "yes", "source": "s"}, "allowed: True, False"),
+])
+def test_a_malformed_catalog_value_is_refused(monkeypatch, cell, message):
+    key = "autocast" if cell["value"] == "yes" else "kernels"
+    row = {"description": "d", "source": "s", "extends": "megatron-core-2024", key: cell}
+    real = catalog.entry
+    monkeypatch.setattr(catalog, "entry", lambda kind, name, where: row if name == "broken" else real(kind, name, where))
+    with pytest.raises(ValueError, match=message):
+        stack_profile("broken")
+
+
 def test_a_profile_extends_another_and_overrides_only_what_it_names():
     core, nemo = stack_profile("megatron-core-2024"), stack_profile("nemo-2024")
     named = {k for k in catalog.table("stacks")["nemo-2024"] if k not in META_KEYS}
@@ -193,6 +207,24 @@ def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():
         forward, backward = sharded_extra_s(work, b.model, b.plan, b.comm, b.placement, b.stack, 2.0, 2.0, 0.0)
         assert forward == pytest.approx(2 * tensors * ring, rel=0.02)
         assert backward == pytest.approx(2 * 2 * tensors * ring, rel=0.02)        # gather + reduce-scatter each
+
+
+def test_deepspeed_reduces_gradients_per_bucket():
+    """No compute: a backward is every tensor's gather, then one reduce-scatter per full bucket of
+    gradients and one for the rest."""
+    tiny = {"name": "tiny", "layers": 2, "hidden": 64, "heads": 8, "vocab": 512, "activation": "gelu",
+            "norm": "layernorm", "tied_embeddings": True}
+    zero3 = {"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "none"}
+    b = built({"name": "deepspeed-zero", "persistence_threshold_params": 0}, model=tiny, parallelism=zero3)
+    tensors = layer_tensors(b.model, b.plan) * 2
+    layer_params = sum(x.params for x in tensors) / 2
+    work = ChunkWork(layers=2, layer_forward_s=0.0, layer_backward_s=0.0)
+    group = b.placement.data
+    gathers = sum(b.comm.all_gather_s(2.0 * x.params, group) for x in tensors)
+    for bucket, reduces in ((1e12, [2 * layer_params]), (layer_params, [layer_params, layer_params])):
+        stack = replace(b.stack, reduce_bucket_params=bucket)
+        _, backward = sharded_extra_s(work, b.model, b.plan, b.comm, b.placement, stack, 2.0, 2.0, 0.0)
+        assert backward == pytest.approx(gathers + sum(b.comm.reduce_scatter_s(2.0 * r, group) for r in reduces))
 
 
 def test_zero3_per_gpu_throughput_falls_as_data_parallelism_grows_at_a_fixed_batch():

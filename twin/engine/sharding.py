@@ -158,7 +158,7 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
     if per_tensor:
         gathered = [x for x in tensors if x.params > stack.persistence_threshold_params]
         total = sum(x.params for x in gathered) or 1.0
-        layer_units = [(x.params / total, [x]) for x in gathered]
+        layer_units = [(x.params / total, [x]) for x in gathered] or [(1.0, [])]
     else:
         layer_units = [(1.0, tensors)]
     plan_units: list[tuple[float, float, list[Tensor]]] = []        # (forward s, backward s, tensors)
@@ -192,15 +192,16 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
 
 def _reduce_scatters(units: list[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],
                      grad_bytes: float, collective, stack: StackProfile) -> list[float]:
-    """Reduce-scatter time issued after each backward unit: one per block, or per bucket of tensors."""
+    """Reduce-scatter time issued after each backward unit: one per block, or one per full bucket
+    of tensors (a bucket per group; what is left is reduced after the last unit)."""
     if stack.sharded_gather == "per-block" or stack.reduce_bucket_params <= 0:
         return [collective(comm.reduce_scatter_s, xs, grad_bytes) for xs in units]
-    out, bucket = [], 0.0
+    out, bucket = [], dict.fromkeys(groups, 0.0)
     for i, xs in enumerate(units):
-        bucket += sum(x.params for x in xs)
-        if bucket >= stack.reduce_bucket_params or i == len(units) - 1:
-            out.append(comm.reduce_scatter_s(bucket * grad_bytes, groups["data"]))
-            bucket = 0.0
-        else:
-            out.append(0.0)
+        for x in xs:
+            bucket[x.group] += x.params
+        last = i == len(units) - 1
+        full = [g for g, params in bucket.items() if params > 0 and (last or params >= stack.reduce_bucket_params)]
+        out.append(sum(comm.reduce_scatter_s(bucket[g] * grad_bytes, groups[g]) for g in full))
+        bucket.update(dict.fromkeys(full, 0.0))
     return out

@@ -72,21 +72,23 @@ class StackProfile:
 
     def grad_reduce_bytes(self, precision: str) -> float:
         """Bytes per gradient element in the data-parallel reduction."""
-        sixteen = precision not in ("fp32", "tf32")
-        if self.grad_reduce == "fp32" or not sixteen:
+        if self.grad_reduce == "fp32" or precision in ("fp32", "tf32"):
             return 4.0
-        if self.grad_reduce == "fp32-if-bf16" and precision in ("bf16", "fp8"):   # fp8 runs on bf16 weights
-            return 4.0
-        return 2.0
+        return 4.0 if self.grad_reduce == "fp32-if-bf16" and _bf16_weights(precision) else 2.0
 
     def zero1_all_reduce(self, precision: str) -> bool:
         """True when ZeRO-1 all-reduces the whole gradient instead of reduce-scattering it."""
         return self.zero1_reduce == "all-reduce" or (self.zero1_reduce == "all-reduce-if-bf16"
-                                                     and precision in ("bf16", "fp8"))
+                                                     and _bf16_weights(precision))
 
     def with_overrides(self, **changes) -> "StackProfile":
         """This profile with the scenario's own values in place of some of its fields."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _bf16_weights(precision: str) -> bool:
+    """The training runs on bf16 weights (FP8 training keeps its weights in bf16)."""
+    return precision in ("bf16", "fp8")
 
 
 META_KEYS = ("description", "source", "extends")
@@ -124,7 +126,7 @@ def _values(name: str, where: str, seen: tuple[str, ...] = ()) -> dict[str, obje
         if not isinstance(cell, dict) or "value" not in cell or not cell.get("source"):
             raise ValueError(f"stacks.yaml: {name}.{key} needs a value and its source")
         value = cell["value"]
-        allowed = typing.get_args(hints[key])
+        allowed = typing.get_args(hints[key]) or ((True, False) if hints[key] is bool else ())
         if allowed and value not in allowed:
             raise ValueError(f"stacks.yaml: {name}.{key} = {value!r}; allowed: {', '.join(map(str, allowed))}")
         values[key] = float(value) if hints[key] is float else value
