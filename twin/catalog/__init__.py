@@ -14,7 +14,7 @@ import yaml
 from twin.errors import ScenarioError, did_you_mean
 
 KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
-         "stacks")
+         "mig", "stacks")
 
 
 @lru_cache(maxsize=None)
