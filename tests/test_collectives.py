@@ -277,7 +277,7 @@ def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
                                                                      "oversubscription": 2}))
     sizes = (2**20, 3 * 2**27)
     for t, p, d, order in [(8, 2, 4, "tp-dp-pp"), (4, 4, 4, "tp-pp-dp"), (8, 2, 4, "dp-tp-pp"), (2, 1, 32, "tp-dp-pp")]:
-        plan = ParallelPlan(t, p, d, 1, 1, 1, "1f1b", t > 1, "selective", 1, True, 64 * d, 4096)
+        plan = ParallelPlan(t, p, d, 1, 1, 1, "1f1b", t > 1, "selective", 1, True, True, 64 * d, 4096)
         placement = place(plan, 8, order)
         shared = CommModel(cluster, EFF, placement)
         fresh = CommModel(cluster, EFF, placement, graph=cluster_graph(cluster))

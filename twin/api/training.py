@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of
+from twin.api.specs import (checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of,
+                            stack_of)
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import Implementation, StepCosts, step_costs
+from twin.engine.stack import StackProfile
+from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
@@ -35,14 +37,14 @@ class Prepared:
     cluster: ClusterSpec
     model: ModelSpec
     efficiency: Efficiency
+    stack: StackProfile
     ops: OperatorModel
-    implementation: Implementation
     facility: Facility               # the cluster at its site, its own country only (estimates)
 
     @property
     def request(self) -> PlanRequest:
         """The parallel plan the scenario itself asks for."""
-        return plan_request_of(self.scenario.training.parallelism)
+        return plan_request_of(self.scenario.training.parallelism, self.stack)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Built:
     plan: ParallelPlan
     placement: Placement
     efficiency: Efficiency
+    stack: StackProfile
     ops: OperatorModel
     comm: CommModel
     costs: StepCosts
@@ -72,11 +75,12 @@ def prepare(scenario: Scenario) -> Prepared:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
+    stack = stack_of(tr)
     efficiency = Efficiency.calibrated(scenario.efficiency)
-    ops = OperatorModel(gpu, tr.precision, efficiency,
-                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
+    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
+                        attention_kernel=stack.attention)
     site = replace(site_of(scenario.site, gpu.name), compare=())
-    return Prepared(scenario, cluster, model, efficiency, ops, Implementation(tr.kernels, tr.autocast),
+    return Prepared(scenario, cluster, model, efficiency, stack, ops,
                     facility(cluster, site, CommModel(cluster, efficiency).summary()))
 
 
@@ -84,7 +88,7 @@ def plan_memory(prepared: Prepared, request: PlanRequest) -> tuple[ParallelPlan,
     """The plan and its memory per GPU, without pricing its step: what a search prunes on first."""
     tr = prepared.scenario.training
     plan = resolve_plan(request, prepared.model, prepared.cluster, tr.global_batch, tr.seq_len)
-    return plan, memory_per_gpu(prepared.model, plan, tr.precision, tr.attention)
+    return plan, memory_per_gpu(prepared.model, plan, tr.precision, prepared.stack.attention)
 
 
 def build_plan(prepared: Prepared, request: PlanRequest,
@@ -98,8 +102,8 @@ def build_plan(prepared: Prepared, request: PlanRequest,
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
     comm = CommModel(p.cluster, p.efficiency, placement)
-    costs = step_costs(p.model, plan, p.ops, comm, placement, p.implementation)
-    return Built(p.scenario, p.cluster, p.model, plan, placement, p.efficiency, p.ops, comm, costs, memory)
+    costs = step_costs(p.model, plan, p.ops, comm, placement, p.stack)
+    return Built(p.scenario, p.cluster, p.model, plan, placement, p.efficiency, p.stack, p.ops, comm, costs, memory)
 
 
 def build(scenario: Scenario) -> Built:
@@ -216,7 +220,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     advice: list[str] = []
     if not fits:
         over = b.memory.total_bytes - capacity
-        options = fitting_alternatives(model, plan, tr.precision, tr.attention, capacity, cluster.node.gpus)
+        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
         warnings.append(f"does not fit: needs {fmt_bytes(b.memory.total_bytes)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
@@ -264,6 +268,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         country=pw.site.code,
         pue=sc.site.pue,
         plan=plan,
+        stack=b.stack,
         step=step,
         memory=b.memory,
         memory_advice=advice,

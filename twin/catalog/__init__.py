@@ -14,7 +14,7 @@ import yaml
 from twin.errors import ScenarioError, did_you_mean
 
 KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
-         "mig", "prices")
+         "mig", "stacks", "prices")
 
 
 @lru_cache(maxsize=None)
