@@ -54,14 +54,16 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
                          f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", "yes" if g.mig else "no"])
         return header, rows
     if kind == "nodes":
-        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "max power kW", "CPU"]
+        from twin.power.devices import node_power
+
+        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "idle kW", "max power kW", "CPU"]
         rows = []
         for name in catalog.names("nodes"):
             n = node_spec(name)
             rows.append([name, f"{n.gpus}x {n.gpu.name}", n.intra,
                          f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
-                         f"{n.max_power_w / 1e3:.1f}", n.cpu])
+                         f"{node_power(n).idle_w / 1e3:.2f}", f"{n.max_power_w / 1e3:.2f}", n.cpu])
         return header, rows
     header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]
     rows = []

@@ -108,7 +108,7 @@ def _component_totals(row: dict, where: str) -> tuple[float, float, dict[str, fl
     idle = full = 0.0
     by_name = {}
     for name, c in row["components"].items():
-        n = int(c["count"])
+        n = float(c["count"])
         m = n * _power(c["max"], f"{where}.{name}.max")
         idle += n * _power(c["idle"], f"{where}.{name}.idle")
         full += m
