@@ -7,6 +7,11 @@ communication inside the layers, recomputation, and for the first and last
 stages the embedding and the LM head with its loss. Also the data-parallel
 gradient traffic and the optimizer step. Both the analytic schedule and the
 discrete-event iteration engine play these bricks.
+
+A frozen base (LoRA, QLoRA) skips the weight-gradient GEMMs: its backward computes
+the activation gradients alone. Its adapters add their own small GEMMs, a quantised
+base a dequantisation kernel per weight use, and only the adapters' gradients cross
+data parallelism and reach the optimizer.
 """
 
 from __future__ import annotations
@@ -15,7 +20,13 @@ from dataclasses import dataclass
 
 from twin.engine.operators import OperatorModel
 from twin.network.collectives import CommModel
-from twin.workload.memory import activation_bytes_per_element, stage_params
+from twin.workload.finetune import ATTENTION_TARGETS, FULL, FinetuneSpec, dequant_bytes_per_weight, matrix_shape
+from twin.workload.memory import (
+    GEMM_OPERAND_BYTES,
+    activation_bytes_per_element,
+    stage_weight_bytes,
+    trainable_stage_params,
+)
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan, stage_layers
@@ -107,8 +118,37 @@ class StepCosts:
         return self.chunks[stage::pipeline]
 
 
+def _frozen_base_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, ft: FinetuneSpec) -> tuple[float, float]:
+    """(forward, backward) time one layer adds for one micro-batch on a frozen base: its LoRA adapters
+    and the dequantisation of its quantised weights.
+
+    Adapters (Hu et al. 2021) follow their projection's tensor-parallel split: a column-parallel
+    projection (q, k, v, gate, up) shards B, a row-parallel one (o, down) shards A. Their backward
+    is twice their forward (input and weight gradients). Every use of a quantised weight (forward
+    and the backward's data gradient) first writes it in the compute precision.
+    """
+    if not ft.frozen:
+        return 0.0, 0.0
+    tokens, t = plan.microbatch * plan.seq_len, plan.tensor
+    adapters = 0.0
+    for target in ft.lora.targets if ft.lora else ():
+        d_in, d_out = matrix_shape(model, target)
+        rank = ft.lora.rank
+        count = 1.0 if target in ATTENTION_TARGETS else float(model.top_k)
+        if target in ("o", "down"):
+            adapters += ops.matmul_s(tokens, rank, d_in / t, count) + ops.matmul_s(tokens, d_out, rank, count)
+        else:
+            adapters += ops.matmul_s(tokens, rank, d_in, count) + ops.matmul_s(tokens, d_out / t, rank, count)
+    per_weight = dequant_bytes_per_weight(ft.storage(ops.precision), GEMM_OPERAND_BYTES[ops.precision])
+    weights = (model.attention_params_per_layer + model.router_params_per_layer) / t \
+        + model.expert_params_per_layer / (t * plan.expert)
+    dequant = ops.memory_s(per_weight * weights)
+    return adapters + dequant, 2.0 * adapters + dequant
+
+
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, impl: Implementation) -> tuple[float, float, float, float]:
+                 placement: Placement, impl: Implementation,
+                 ft: FinetuneSpec = FULL) -> tuple[float, float, float, float]:
     """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
     attention, precision, kernels = ops.attention_kernel, ops.precision, impl.kernels
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
@@ -146,8 +186,10 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     act_fn = per_ffn * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
 
-    fwd = gemm + core_fwd + memory_fwd
-    bwd = 2.0 * gemm + core_bwd + 2.0 * memory_fwd
+    weight_grads = 0.0 if ft.frozen else gemm                 # dW GEMMs: none for frozen weights
+    base_fwd, base_bwd = _frozen_base_s(model, plan, ops, ft)
+    fwd = gemm + core_fwd + memory_fwd + base_fwd
+    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + base_bwd
     if impl.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
             model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))
@@ -173,13 +215,14 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, impl: Implementation) -> StepCosts:
+               placement: Placement, impl: Implementation, ft: FinetuneSpec = FULL) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
     precision = ops.precision
     tokens = b * s
     act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, impl)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, impl, ft)
+    head_bwd_factor = 1.0 if ft.frozen else 2.0               # a frozen LM head: its input gradient alone
 
     head_fwd = ops.matmul_s(tokens, v / t, h) + ops.memory_s(LOSS_BYTES_PER_LOGIT * tokens * v / t)
     if impl.autocast:
@@ -196,7 +239,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
             bwd += 2 * embed_fwd
         if i == len(layers) - 1:
             fwd += head_fwd
-            bwd += 2 * head_fwd
+            bwd += head_bwd_factor * head_fwd
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n))
 
     # Pipeline sends: each tensor-parallel rank sends its 1/t slice of the b·s·h boundary
@@ -211,7 +254,8 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     # Data parallelism over the fullest stage's parameters; gradients reduced in the
     # training precision's 16 bits (fp32 for fp32 training); parameters gathered in 16
     # bits, or in fp32 where autocast keeps no 16-bit copy of them.
-    dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
+    # Only trained parameters (all of them, or the adapters) have gradients and optimizer states.
+    dense, expert = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
     grad_bytes = act                     # one element of the training precision: 2 B, or 4 B for fp32
     param_bytes = activation_bytes_per_element("fp32") if impl.autocast else grad_bytes
     # ZeRO-2 and ZeRO-3 keep only a shard of the gradients, so every micro-batch's
@@ -231,6 +275,9 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
         zero_bwd, dp_gather = over_dp(comm.reduce_scatter_s, grad_bytes), over_dp(comm.all_gather_s, param_bytes)
     else:
         gather = over_dp(comm.all_gather_s, param_bytes)
+        if ft.frozen:                    # the whole base is gathered, in its storage format
+            stored = max((stage_weight_bytes(model, plan, st, precision, ft) for st in {0, plan.pipeline - 1}), key=sum)
+            gather = comm.all_gather_s(stored[0], placement.data) + comm.all_gather_s(stored[1], placement.expert_data)
         zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s, grad_bytes)
 
     shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
