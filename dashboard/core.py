@@ -17,10 +17,9 @@ from typing import Any
 
 import yaml
 
-from twin.api import catalog_names, simulate
+from twin.api import Scenario, catalog_names, parse_scenario, simulate, with_overrides
+from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
-from twin.scenario import Scenario, parse_scenario, with_overrides
-from twin.scenario import parse_yaml as scenario_yaml
 from twin.units import SECONDS_PER_MINUTE
 
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")

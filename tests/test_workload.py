@@ -116,7 +116,7 @@ def test_70b_tensor8_on_one_dgx_does_not_fit_and_says_by_how_much():
     assert r.memory_fits is False
     # 68.98e9 params / 8 × 18 B = 155.2 GB of model states alone, on an 80 GiB GPU
     states = 18 * 68_976_648_192 / 8
-    bd = r.memory_breakdown_bytes
+    bd = r.memory.parts()
     assert bd["weights"] + bd["gradients"] + bd["optimizer"] == pytest.approx(states)
     assert bd["runtime"] == RUNTIME_RESERVED_BYTES
     assert r.memory_per_gpu_bytes > r.memory_capacity_bytes

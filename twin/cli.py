@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from twin import __version__, catalog
 from twin.errors import ScenarioError
+from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
 
 
@@ -20,20 +19,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from twin.api import run_file
     from twin.report import summary
 
+    out = None
+    if args.out is not None:                      # checked before the simulation starts
+        out = check_directory(args.out, "--out") / "results.json"
+        check_file(str(out), "--out")
     result = run_file(args.scenario)
-    if args.json:
-        print(result.to_json())
-    else:
-        print(summary(result))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        # Written whole or not at all: a temporary file renamed into place.
-        with tempfile.NamedTemporaryFile("w", dir=out, delete=False, suffix=".tmp", encoding="utf-8") as tmp:
-            tmp.write(result.to_json())
-        os.replace(tmp.name, out / "results.json")
+    text = result.to_json() if args.json else summary(result.to_dict())
+    if out is not None:
+        try:
+            write_atomic(out, result.to_json())
+        except OSError as exc:
+            raise ScenarioError("--out", f"cannot write '{out}': {exc.strerror}") from None
         if not args.json:
-            print(f"\nwrote {out / 'results.json'}")
+            text += f"\n\nwrote {out}"
+    print(text)
     return 0
 
 
@@ -94,6 +93,8 @@ def _cmd_topology(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from twin.validation.report import write_report
 
+    if args.markdown is not None:
+        check_file(args.markdown, "--markdown")
     print(write_report(args.markdown, args.cases))
     return 0
 

@@ -90,8 +90,10 @@ def parse_quantity(value: object, dimension: str, field: str) -> float:
     if not match:
         raise ScenarioError(field, f"'{value}' is not a number with a unit (write e.g. '{example}')")
     number, unit = float(match.group(1)), match.group(2).replace(" ", "")
-    if unit == "" and not bare_ok:
-        raise ScenarioError(field, f"'{value}' needs a unit (write e.g. '{example}')")
+    if unit == "":
+        if not bare_ok:
+            raise ScenarioError(field, f"'{value}' needs a unit (write e.g. '{example}')")
+        return number
     if unit not in table:
         raise ScenarioError(field, f"unknown unit '{unit}' in '{value}' for a {dimension} (write e.g. '{example}')")
     return number * table[unit]

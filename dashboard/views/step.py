@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
-from twin.engine.step import PART_LABELS
+from twin.report import PART_LABELS
 from twin.figures.step import step_breakdown_figure, step_gantt_figure
 
 

@@ -53,19 +53,12 @@ class Span:
     start_s: float
     end_s: float
 
-    def as_dict(self) -> dict:
-        return {"stage": self.stage, "microbatch": self.microbatch, "chunk": self.chunk, "kind": self.kind,
-                "start_s": self.start_s, "end_s": self.end_s}
-
 
 @dataclass(frozen=True)
 class IterationResult:
     breakdown: StepBreakdown
     timeline: tuple[Span, ...]
     peak_in_flight: tuple[int, ...]      # per stage: most micro-batch chunks whose activations are held at once
-
-    def timeline_dicts(self) -> list[dict]:
-        return [span.as_dict() for span in self.timeline]
 
 
 def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches: int,

@@ -91,7 +91,8 @@ class MemoryBreakdown:
         """HBM a step cannot do without: everything but paged optimizer states (QLoRA §3)."""
         return self.total_bytes - (self.optimizer_bytes if self.optimizer_paged else 0.0)
 
-    def as_dict(self) -> dict[str, float]:
+    def parts(self) -> dict[str, float]:
+        """Bytes of each part of the memory, and their total."""
         return {"weights": self.weights_bytes, "gradients": self.gradients_bytes,
                 "optimizer": self.optimizer_bytes, "activations": self.activations_bytes,
                 "runtime": self.runtime_bytes, "total": self.total_bytes}
