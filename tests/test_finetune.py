@@ -270,3 +270,77 @@ def test_current_scaling_reads_each_fp8_input_once_more():
     current = OperatorModel(gpu, "fp8", eff, fp8_recipe="current")
     m, n, k = 4096, 8192, 8192
     assert current.matmul_s(m, n, k) - delayed.matmul_s(m, n, k) == pytest.approx(current.memory_s(2.0 * m * k))
+
+
+# -- scenario keys and results ---------------------------------------------------------------
+
+def _scenario(node="l40s-1", nodes=1, **training):
+    tr = {"model": "llama-65b", "tokens": "15M", "seq_len": 512, "global_batch": 16,
+          "parallelism": {"microbatch": 1}} | training
+    return {"name": "fine-tune", "cluster": {"node": node, "nodes": nodes}, "site": {"country": "FR"}, "training": tr}
+
+
+@pytest.mark.parametrize("training, message", [
+    ({"lora": {"rank": 8}}, "training.lora: adapters need method lora or qlora"),
+    ({"method": "qlora", "weights": "bf16"}, "training.weights: bf16 is not allowed with method qlora"),
+    ({"weights": "nf4"}, "training.weights: nf4 stores a frozen base"),
+    ({"weights": "fp8"}, "training.weights: fp8 weights are trained with precision fp8"),
+    ({"fp8_recipe": "current"}, "training.fp8_recipe: current scales fp8 tensors, but precision is bf16"),
+    ({"method": "lora", "lora": {"targets": ["q", "x"]}},
+     "training.lora.targets: 'x' is not a projection; allowed: all-linear, or a list drawn from q k v o gate up down"),
+    ({"method": "lora", "lora": {"targets": "everything"}}, "training.lora.targets: 'everything' is not allowed"),
+    ({"method": "lora", "lora": {"targets": ["gate"]}, "model": "gpt3-175b"},
+     "training.lora.targets: 'gate' is not a projection of gpt3-175b"),
+    ({"method": "lora", "lora": {"rank": 9000}}, "training.lora.rank: 9000 is wider than the narrowest"),
+    ({"method": "sft"}, "training.method: 'sft' is not allowed"),
+])
+def test_bad_fine_tuning_keys_name_the_key(training, message):
+    from twin.api import run_dict
+
+    with pytest.raises(ScenarioError) as err:
+        run_dict(_scenario(**training))
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_qlora_recipe_fills_unwritten_keys_and_reports_trainable_params():
+    from twin.api import run_dict
+
+    r = run_dict(_scenario(method="qlora")).to_dict()
+    assert r["plan"]["recompute"] == "full"                      # gradient checkpointing, as QLoRA
+    assert r["finetune"]["weights"] == "nf4" and r["finetune"]["paged_optimizer"]
+    assert r["finetune"]["lora"] == {"rank": 64, "alpha": 16.0, "targets": ["q", "k", "v", "o", "gate", "up", "down"]}
+    m = model_spec("llama-65b")
+    assert r["trainable_params"] == adapter_params(m, LoraSpec(64, 16, model_targets(m)))
+    assert r["memory_fits"]                                      # one 48 GB L40S
+    # a written recompute wins
+    written = run_dict(_scenario(method="qlora", parallelism={"recompute": "selective"})).to_dict()
+    assert written["plan"]["recompute"] == "selective"
+
+
+def test_full_fine_tuning_65b_on_one_dgx_does_not_fit_and_qlora_on_one_gpu_does():
+    from twin.api import run_dict
+
+    full = run_dict(_scenario("dgx-h100", global_batch=8, parallelism={"data": 8, "zero": 3, "recompute": "full"}))
+    assert not full.memory_fits and full.trainable_params == full.params
+    small = run_dict(_scenario("l4-1", model="llama2-7b", method="qlora"))
+    assert small.memory_fits
+
+
+def test_lora_checkpoints_hold_the_adapters_alone():
+    from twin.api import run_dict
+
+    lora = run_dict(_scenario("dgx-h100", model="llama2-7b", method="lora", global_batch=64,
+                              parallelism={"data": 8}) | {"failures": {"enabled": True}})
+    full = run_dict(_scenario("dgx-h100", model="llama2-7b", global_batch=64, parallelism={"data": 8})
+                    | {"failures": {"enabled": True}})
+    # adapters: bf16 weights + fp32 Adam m, v = 10 B each; full: 2 + 12 B for every parameter
+    assert lora.failures.checkpoint_bytes == pytest.approx(10 * lora.trainable_params)
+    assert full.failures.checkpoint_bytes == pytest.approx(14 * full.params)
+
+
+def test_a_single_instance_counts_no_switch_fabric():
+    from twin.api import run_dict
+
+    r = run_dict(_scenario("l40s-1", method="qlora"))
+    assert r.power.infrastructure.switches_w == 0
+    assert r.peak_power_it_w == pytest.approx(457, abs=1)          # the instance at its maximum, alone

@@ -15,17 +15,47 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
+def _mass(kg: float) -> str:
+    """CO2e as planners read it: '350 kg CO2e', '1,234.5 t CO2e'."""
+    return f"{kg:,.1f} kg CO2e" if kg < 1e3 else f"{kg / 1e3:,.1f} t CO2e"
+
+
+def _eur(amount: float | None) -> str:
+    if amount is None:
+        return "n/a"
+    return f"{amount:,.2f} EUR" if amount < 100 else f"{amount:,.0f} EUR"
+
+
+METHOD_NAMES = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
+
+
+def _finetune_line(r: dict[str, Any]) -> str | None:
+    """The fine-tuning method in words, or None for full training."""
+    ft = r.get("finetune") or {}
+    if ft.get("method", "full") == "full":
+        return None
+    lora = ft["lora"]
+    paged = "; paged optimizer states" if ft["paged_optimizer"] else ""
+    return (f"Fine-tuning   {METHOD_NAMES[ft['method']]}: rank {lora['rank']} on "
+            f"{' '.join(lora['targets'])}, {fmt_count(r['trainable_params'])} trainable "
+            f"({ft['trainable_fraction']:.2%} of {fmt_count(r['params'])}); frozen base in {ft['weights']} "
+            f"({ft['weight_bits']:.3g} bits per weight){paged}")
+
+
 def summary(record: dict[str, Any]) -> str:
     """The terminal summary of a run's JSON record (``Result.to_dict()``): every number with its unit."""
     r = record
     out = [f"twin — {r['scenario']}", ""]
     out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}")
+    method = _finetune_line(r)
+    if method:
+        out.append(method)
     bd = r["memory_breakdown_bytes"]
     fit = "fits" if r["memory_fits"] else "DOES NOT FIT"
     out.append(f"Memory/GPU    {fmt_bytes(r['memory_per_gpu_bytes'])} of {fmt_bytes(r['memory_capacity_bytes'])} — {fit} "
                f"(weights {fmt_bytes(bd['weights'])}, grads {fmt_bytes(bd['gradients'])}, "
                f"optimizer {fmt_bytes(bd['optimizer'])}, activations {fmt_bytes(bd['activations'])}, "
-               f"runtime {fmt_bytes(bd['runtime'])})")
+               f"runtime {fmt_bytes(bd['runtime'])}); longest sequence that fits: {r['longest_seq_len']:,} tokens")
     out.append(f"Step          {r['step_time_s']:.3f} s for {r['tokens_per_step']:,} tokens; bottleneck: {r['bottleneck']}")
     parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r["step_breakdown_s"].items() if v > 0)
     out.append(f"              {parts}")
@@ -68,7 +98,7 @@ def summary(record: dict[str, Any]) -> str:
     if p["power_cap_w"]:
         out.append(f"Power cap     {p['power_cap_w']:.0f} W per GPU: compute clock "
                    f"{p['power_cap_clock_factor']:.1%} of uncapped")
-    out.append(f"Energy        IT {r['energy_it_kwh'] / 1e3:,.1f} MWh, facility {r['energy_facility_kwh'] / 1e3:,.1f} MWh "
+    out.append(f"Energy        IT {fmt_si(r['energy_it_kwh'] * 1e3, 'Wh')}, facility {fmt_si(r['energy_facility_kwh'] * 1e3, 'Wh')} "
                f"(PUE {r['pue']:.2f}" + (", GPU-hours x TDP accounting" if p["accounting"] == "gpu-tdp" else "")
                + ")")
     embodied = r["embodied_carbon_kg"]
@@ -84,10 +114,9 @@ def summary(record: dict[str, Any]) -> str:
         cost = r["energy_cost_eur"].get(code)
         total = r["total_cost_eur"].get(code)
         rows.append([code + (" (site)" if code == r["country"] else ""),
-                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", f"{kg / 1e3:,.1f} t CO2e",
-                     f"{price:.3f} EUR/kWh" if price is not None else "n/a",
-                     f"{cost:,.0f} EUR" if cost is not None else "n/a"]
-                    + ([f"{total:,.0f} EUR" if total is not None else "n/a"] if rental is not None else []))
+                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", _mass(kg),
+                     f"{price:.3f} EUR/kWh" if price is not None else "n/a", _eur(cost)]
+                    + ([_eur(total)] if rental is not None else []))
     out.append("")
     header = ["country", "intensity", "carbon", "electricity", "energy cost"]
     out.append(table(rows, header + (["total cost"] if rental is not None else [])))

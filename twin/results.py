@@ -19,6 +19,7 @@ from twin.engine.job import Event, FailureSummary, Segment
 from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
+from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
 
@@ -55,6 +56,10 @@ class Result:
     step: StepBreakdown
     memory: MemoryBreakdown
     memory_advice: list[str]
+    finetune: FinetuneSpec           # its weights resolved to a storage format
+    params: int                      # the model's parameters
+    trainable_params: int            # parameters the optimizer updates: the model, or its adapters
+    longest_seq_len: int             # the longest sequence one micro-batch could hold on this GPU, same plan
     power: PowerAssessment
     fabric: FabricSummary
     failures: FailureSummary | None = None
@@ -162,6 +167,11 @@ def training_record(r: Result) -> dict[str, Any]:
         "bottleneck": r.step.bottleneck,
         "memory_breakdown_bytes": r.memory.parts(),
         "memory_advice": list(r.memory_advice),
+        "memory_required_bytes": r.memory.required_bytes,
+        "longest_seq_len": r.longest_seq_len,
+        "params": r.params,
+        "trainable_params": r.trainable_params,
+        "finetune": finetune_record(r),
         "carbon_intensity_g_per_kwh": pw.intensity(),
         "electricity_price_eur_per_kwh": pw.price(),
         "pue": r.pue,
@@ -175,6 +185,20 @@ def training_record(r: Result) -> dict[str, Any]:
         "step_timeline": _plain(list(r.step_timeline)),
         "warnings": list(r.warnings),
         "sources": dict(r.sources),
+    }
+
+
+def finetune_record(r: Result) -> dict[str, Any]:
+    """``Result.finetune``: the method, its adapters and the base's storage (docs/results.md)."""
+    ft = r.finetune
+    lora = ft.lora
+    return {
+        "method": ft.method,
+        "weights": ft.weights,
+        "weight_bits": WEIGHT_FORMATS[ft.weights].bits,
+        "lora": None if lora is None else {"rank": lora.rank, "alpha": lora.alpha, "targets": list(lora.targets)},
+        "paged_optimizer": ft.paged_optimizer,
+        "trainable_fraction": r.trainable_params / r.params,
     }
 
 

@@ -25,10 +25,10 @@ from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.site import Embodied, Site
-from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
+from twin.scenario.training import Checkpoint, InlineModel, Lora, Parallelism, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
+           "Lora", "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
            "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
@@ -203,6 +203,24 @@ def _check_training(tr: Training) -> None:
     if tr.autocast and tr.precision in ("fp32", "tf32"):
         raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
                             f"{tr.precision}; allowed with bf16, fp16 or fp8")
+    _check_finetuning(tr)
+
+
+def _check_finetuning(tr: Training) -> None:
+    if tr.lora is not None and tr.method == "full":
+        raise ScenarioError("training.lora", "adapters need method lora or qlora (method is full: every weight trains)")
+    if tr.method == "qlora" and tr.weights not in (None, "nf4"):
+        raise ScenarioError("training.weights", f"{tr.weights} is not allowed with method qlora, which stores the "
+                            "base in nf4; use method lora for another storage")
+    if tr.method == "full" and tr.weights in ("int8", "nf4"):
+        raise ScenarioError("training.weights", f"{tr.weights} stores a frozen base; allowed with method full: bf16, "
+                            "or fp8 with precision fp8 (or use method lora or qlora)")
+    if tr.method == "full" and tr.weights == "fp8" and tr.precision != "fp8":
+        raise ScenarioError("training.weights", f"fp8 weights are trained with precision fp8 (precision is "
+                            f"{tr.precision})")
+    if tr.fp8_recipe is not None and tr.precision != "fp8":
+        raise ScenarioError("training.fp8_recipe", f"{tr.fp8_recipe} scales fp8 tensors, but precision is "
+                            f"{tr.precision}; set precision: fp8")
 
 
 def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Discriminator, Tag, model_validator
+from pydantic import BeforeValidator, Discriminator, Tag, model_validator
 
-from twin.scenario.fields import Flag, Strict, name_text, number
+from twin.scenario.fields import Flag, Strict, name_text, number, shown
 
 Width = number(integer=True, ge="1", le="1048576", why="2^20, 20x the widest published model")
 
@@ -58,6 +58,29 @@ class Parallelism(Strict):
         return self
 
 
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def _targets(value: Any) -> str | tuple[str, ...]:
+    """``all-linear``, or a list of projections drawn from q k v o gate up down."""
+    allowed = f"allowed: all-linear, or a list drawn from {' '.join(LORA_TARGETS)}"
+    if value == "all-linear":
+        return value
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{shown(value)} is not allowed; {allowed}")
+    for name in value:
+        if name not in LORA_TARGETS:
+            raise ValueError(f"{shown(name)} is not a projection; {allowed}")
+    return tuple(dict.fromkeys(value))
+
+
+class Lora(Strict):
+    """LoRA adapters; unwritten keys take the method's recipe (docs/scenario.md)."""
+    rank: number(integer=True, ge="1", le="65536", why="2^16, wider than any projection is deep") | None = None
+    alpha: number(gt="0", le="1000000", why="a scale of the update") | None = None
+    targets: Annotated[Union[str, tuple[str, ...]], BeforeValidator(_targets)] | None = None
+
+
 class Checkpoint(Strict):
     interval: Union[Literal["auto"], number("time", gt="0 s", le="365 d", why="at least one checkpoint a year")] = "auto"
     asynchronous: Flag = False
@@ -73,5 +96,16 @@ class Training(Strict):
     attention: Literal["flash", "flash2", "flash1", "standard"] = "flash"
     kernels: Literal["fused", "eager"] = "fused"
     autocast: Flag = False
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora: Lora | None = None
+    weights: Literal["bf16", "fp8", "int8", "nf4"] | None = None
+    fp8_recipe: Literal["delayed", "current", "hybrid"] | None = None
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
+
+    @model_validator(mode="after")
+    def _qlora_checkpoints_every_layer(self) -> "Training":
+        """Unwritten, QLoRA recomputes every layer's activations (gradient checkpointing, as its recipe)."""
+        if self.method == "qlora" and "recompute" not in self.parallelism.model_fields_set:
+            return self.model_copy(update={"parallelism": self.parallelism.model_copy(update={"recompute": "full"})})
+        return self
