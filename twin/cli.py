@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | catalog | topology | validate``.
+"""Command line: ``python -m twin run | fit | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -90,6 +90,17 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from twin.api import load_scenario
+    from twin.report import fit_table
+    from twin.studies.search import fit
+
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    report = fit(load_scenario(args.scenario), args.by, args.max_gpus, nodes)
+    print(report.to_json() if args.json else fit_table(report.to_dict(), args.top))
+    return 0
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from twin.validation.report import write_report
 
@@ -117,6 +128,16 @@ def parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
     top.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
     top.set_defaults(func=_cmd_topology)
+
+    fit = sub.add_parser("fit", help="which node types, GPU counts and fine-tuning methods fit a scenario's job, ranked")
+    fit.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    fit.add_argument("--json", action="store_true", help="print the ranking as JSON, nothing else")
+    fit.add_argument("--by", choices=["time", "cost"], default="time", help="rank by time to train (default) or cost")
+    fit.add_argument("--max-gpus", type=int, metavar="N",
+                     help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
+    fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
+    fit.add_argument("--top", type=int, default=0, metavar="N", help="list the N best options that fit (0: all)")
+    fit.set_defaults(func=_cmd_fit)
 
     val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
     val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")

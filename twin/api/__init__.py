@@ -12,14 +12,14 @@ from typing import Any
 
 from twin import catalog
 from twin.api.specs import cluster_of
-from twin.api.training import Built, build, simulate_training
+from twin.api.training import Built, build, memory_of, simulate_training, step_of
 from twin.network.collectives import CommModel, FabricSummary
 from twin.results import Result
 from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
 
-__all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
-           "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
+__all__ = ["Built", "Result", "Scenario", "build", "memory_of", "step_of", "simulate", "run_file", "run_dict",
+           "run_text", "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
            "scenario_from_text", "with_overrides"]
 
 

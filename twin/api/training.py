@@ -54,8 +54,13 @@ class Built:
     fp8_recipe: str
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+def build(scenario: Scenario, comms: dict | None = None) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario.
+
+    ``comms``: a dict a caller keeps across scenarios that differ only in their workload (a search),
+    so that plans placed alike on the same cluster share one communication model and its routed
+    collectives.
+    """
     tr = scenario.training
     cluster = cluster_of(scenario.cluster)
     model = model_of(tr.model)
@@ -74,10 +79,32 @@ def build(scenario: Scenario) -> Built:
     fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
                         attention_kernel=tr.attention, fp8_recipe=fp8_recipe)
-    comm = CommModel(cluster, efficiency, placement)
+    key = (cluster.node.name, cluster.nodes, cluster.fabric, cluster.storage, efficiency, placement)
+    comm = comms.get(key) if comms is not None else None
+    if comm is None:
+        comm = CommModel(cluster, efficiency, placement)
+        if comms is not None:
+            comms[key] = comm
     costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast), ft)
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention, ft, fp8_recipe)
     return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory, ft, fp8_recipe)
+
+
+def memory_of(scenario: Scenario) -> tuple[ParallelPlan, MemoryBreakdown, float]:
+    """The plan, memory per GPU and GPU capacity of a training scenario, without building its step:
+    cheap, for searches that drop what does not fit before simulating anything."""
+    tr = scenario.training
+    cluster = cluster_of(scenario.cluster)
+    model = model_of(tr.model)
+    plan = resolve_plan(plan_request_of(tr.parallelism), model, cluster, tr.global_batch, tr.seq_len)
+    memory = memory_per_gpu(model, plan, tr.precision, tr.attention, finetune_of(tr, model), tr.fp8_recipe or "hybrid")
+    return plan, memory, cluster.node.gpu.memory_bytes
+
+
+def step_of(scenario: Scenario, comms: dict | None = None) -> StepBreakdown:
+    """One step of a training scenario, played with the closed-form schedule (``comms``: as ``build``)."""
+    built = build(scenario, comms)
+    return step_time(built.costs, built.plan)
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:

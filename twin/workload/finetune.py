@@ -19,6 +19,7 @@ format; embeddings, the LM head and the norms stay in 16 bits, as bitsandbytes l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from twin.errors import ScenarioError
 from twin.workload.model import ModelSpec
@@ -108,11 +109,17 @@ def resolve_targets(model: ModelSpec, targets: str | tuple[str, ...] | list[str]
 
 def matrix_shape(model: ModelSpec, target: str) -> tuple[int, int]:
     """(d_in, d_out) of one projection (K and V are kv_dim wide under GQA)."""
-    h, f, kvd = model.hidden, model.ffn_hidden, model.kv_dim
-    return {"q": (h, h), "k": (h, kvd), "v": (h, kvd), "o": (h, h),
-            "gate": (h, f), "up": (h, f), "down": (f, h)}[target]
+    h = model.hidden
+    if target in ("q", "o"):
+        return h, h
+    if target in ("k", "v"):
+        return h, model.kv_dim
+    if target == "down":
+        return model.ffn_hidden, h
+    return h, model.ffn_hidden                   # gate, up
 
 
+@lru_cache(maxsize=256)
 def adapter_params_per_layer(model: ModelSpec, lora: LoraSpec) -> tuple[int, int]:
     """(attention, FFN per expert) adapter parameters of one layer: r·(d_in + d_out) per adapted matrix."""
     attention = ffn = 0
