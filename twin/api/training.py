@@ -27,7 +27,7 @@ from twin.power.assess import assess
 from twin.power.capping import power_cap_factor
 from twin.results import Result
 from twin.scenario import Scenario, Training
-from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
+from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model_flops_per_token, trainable_params
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_sequence, memory_per_gpu
 from twin.workload.model import ModelSpec
@@ -174,10 +174,12 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
             segments, events = stats.median.segments, stats.median.events
             finished = stats.median.finished
             if failures.finished_samples < failures.samples:
-                warnings.append(
-                    f"did not finish: {failures.samples - failures.finished_samples} of {failures.samples} samples "
-                    f"stopped at the {fmt_duration(policy.horizon_s)} horizon (failures.horizon) or after "
-                    f"{spec.max_interruptions:,} interruptions; times are lower bounds")
+                why = [f"{failures.stopped_at_horizon} reached the {fmt_duration(policy.horizon_s)} horizon "
+                       "(failures.horizon)" if failures.stopped_at_horizon else "",
+                       f"{failures.stopped_by_interruptions} stopped after {spec.max_interruptions:,} interruptions "
+                       "(the simulation's bound on failures)" if failures.stopped_by_interruptions else ""]
+                warnings.append(f"did not finish: of {failures.samples} samples, " + " and ".join(filter(None, why))
+                                + "; the times are lower bounds")
     else:
         segments = [Segment(0.0, time_s, "train")]
 

@@ -123,6 +123,7 @@ class JobSample:
     """One simulated run."""
     wall_s: float = 0.0
     finished: bool = True            # False: stopped at the horizon or the failure bound
+    stopped_by: str = ""             # horizon | interruptions, when not finished
     interruptions: int = 0
     by_component: dict[str, int] = field(default_factory=dict)
     lost_work_s: float = 0.0
@@ -216,7 +217,7 @@ class _Run:
             component = interrupted
             while component is not None:
                 if self.out.interruptions >= spec.max_interruptions:
-                    self.out.finished = False
+                    self.out.finished, self.out.stopped_by = False, "interruptions"
                     self.out.wall_s = env.now
                     return
                 component = yield from self._recover(component)
@@ -361,7 +362,7 @@ def simulate_job(spec: JobSpec, rng: np.random.Generator, record: bool = False) 
     if math.isfinite(spec.horizon_s):
         run.env.run(until=run.env.any_of([run.job, run.env.timeout(spec.horizon_s)]))
         if run.job.is_alive:
-            run.out.finished = False
+            run.out.finished, run.out.stopped_by = False, "horizon"
             run.out.wall_s = spec.horizon_s
     else:
         run.env.run(until=run.job)
@@ -447,7 +448,10 @@ class FailureSummary:
     seed: int
     mtbf_s: float
     finished_samples: int            # samples that finished within the horizon and the failure bound
+    stopped_at_horizon: int          # samples stopped at the wall-time horizon
+    stopped_by_interruptions: int    # samples stopped after their share of simulated failures
     horizon_s: float
+    max_interruptions: int
     time_to_train_s: Spread
     interruptions: Spread
     goodput: Spread
@@ -487,7 +491,10 @@ def job_summary(spec: JobSpec, stats: JobStats, seed: int) -> FailureSummary:
         seed=seed,
         mtbf_s=spec.profile.mtbf_s(spec.gpus, spec.nodes),
         finished_samples=sum(r.finished for r in runs),
+        stopped_at_horizon=sum(r.stopped_by == "horizon" for r in runs),
+        stopped_by_interruptions=sum(r.stopped_by == "interruptions" for r in runs),
         horizon_s=spec.horizon_s,
+        max_interruptions=spec.max_interruptions,
         time_to_train_s=_spread([r.wall_s for r in runs]),
         interruptions=_spread([r.interruptions for r in runs]),
         goodput=_spread(list(stats.goodputs())),
