@@ -344,3 +344,15 @@ def test_a_single_instance_counts_no_switch_fabric():
     r = run_dict(_scenario("l40s-1", method="qlora"))
     assert r.power.infrastructure.switches_w == 0
     assert r.peak_power_it_w == pytest.approx(457, abs=1)          # the instance at its maximum, alone
+
+
+@pytest.mark.parametrize("tensor, low, high", [(1, 1.3, 1.5), (8, 1.15, 1.3)])
+def test_a_lora_step_is_faster_than_a_full_one_by_about_the_flops_it_skips(tensor, low, high):
+    # LoRA §4.2 reports a 25% speed-up over full fine-tuning of GPT-3 175B. Frozen weights skip a third
+    # of the FLOPs and the optimizer step (up to 1.5x); tensor-parallel communication stays whole
+    from twin.engine.step import step_time
+
+    b = _built("llama-65b", tensor=tensor)
+    full = step_time(_costs(b, FULL), b.plan).step_s
+    lora = step_time(_costs(b, FinetuneSpec("lora", None, LoraSpec(64, 16, model_targets(b.model)))), b.plan).step_s
+    assert low < full / lora < high
