@@ -19,16 +19,14 @@ from twin.errors import ScenarioError
 from twin.workload.memory import layer_activation_bytes, longest_sequence, memory_per_gpu
 from twin.workload.model import model_spec
 from twin.workload.plan import ParallelPlan
+from tests.test_workload import _plan as workload_plan
 
 GPT3 = model_spec("gpt3-175b")
 
 
 def _plan(**kw) -> ParallelPlan:
-    base = dict(tensor=1, pipeline=1, data=1, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
-                sequence_parallel=False, recompute="full", zero=0, overlap_grad_reduce=True,
-                global_batch=16, seq_len=512)
-    base.update(kw)
-    return ParallelPlan(**base)
+    """One GPU, micro-batch 1, QLoRA's sequence of 512 and its gradient checkpointing, unless ``kw`` says."""
+    return workload_plan(**{"recompute": "full", "global_batch": 16, "seq_len": 512, **kw})
 
 
 def _qlora(model) -> FinetuneSpec:

@@ -13,7 +13,7 @@ from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.errors import ScenarioError
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Site, Training
-from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets
+from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
 from twin.workload.model import ModelSpec, model_spec
 from twin.workload.plan import PlanRequest
 
@@ -65,7 +65,7 @@ def finetune_of(tr: Training, model: ModelSpec) -> FinetuneSpec:
     """The method, its adapters and the base's storage (unwritten: the training precision's 16 bits, fp32
     for fp32 training); QLoRA implies NF4 and paged optimizer states."""
     if tr.method == "full":
-        return FinetuneSpec("full", FinetuneSpec(weights=tr.weights).storage(tr.precision).name)
+        return FinetuneSpec("full", weight_format(tr.weights, tr.precision).name)
     rank, alpha, targets = LORA_RECIPES[tr.method]
     written = tr.lora
     if written is not None:
@@ -77,7 +77,7 @@ def finetune_of(tr: Training, model: ModelSpec) -> FinetuneSpec:
     if rank > narrowest:
         raise ScenarioError("training.lora.rank", f"{rank} is wider than the narrowest adapted projection of "
                             f"{model.name} ({narrowest}); allowed: 1 to {narrowest}")
-    weights = "nf4" if tr.method == "qlora" else FinetuneSpec(weights=tr.weights).storage(tr.precision).name
+    weights = "nf4" if tr.method == "qlora" else weight_format(tr.weights, tr.precision).name
     return FinetuneSpec(tr.method, weights, LoraSpec(rank, alpha, resolved), paged_optimizer=tr.method == "qlora")
 
 

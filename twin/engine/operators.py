@@ -21,11 +21,10 @@ from dataclasses import dataclass
 
 from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction
 from twin.hardware.specs import GPUSpec
-from twin.workload.memory import GEMM_OPERAND_BYTES
+from twin.workload.finetune import GEMM_OPERAND_BYTES
 
-# Bytes per element of GEMM operands by training precision: fp8 GEMMs read fp8 inputs
-# (and write bf16 outputs; the roofline counts inputs at 1 B).
-OPERAND_BYTES = GEMM_OPERAND_BYTES
+# GEMM operands by training precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 GEMMs
+# read fp8 inputs at 1 B and write bf16 outputs).
 # Bytes per element of a GEMM's output: the activation precision (16 bits under fp8).
 OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0}
 # FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
@@ -77,7 +76,7 @@ class OperatorModel:
     def matmul_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of (m×k)·(k×n)."""
         flops = 2.0 * m * n * k
-        operand = OPERAND_BYTES[self.precision]
+        operand = GEMM_OPERAND_BYTES[self.precision]
         moved = operand * (m * k + k * n) + OUTPUT_BYTES[self.precision] * m * n
         cast = 0.0
         if self.precision == "fp8":

@@ -21,12 +21,7 @@ from dataclasses import dataclass
 from twin.engine.operators import OperatorModel
 from twin.network.collectives import CommModel
 from twin.workload.finetune import ATTENTION_TARGETS, FULL, FinetuneSpec, dequant_bytes_per_weight, matrix_shape
-from twin.workload.memory import (
-    GEMM_OPERAND_BYTES,
-    activation_bytes_per_element,
-    stage_weight_bytes,
-    trainable_stage_params,
-)
+from twin.workload.memory import activation_bytes_per_element, stage_weight_bytes, trainable_stage_params
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan, stage_layers
@@ -139,7 +134,7 @@ def _frozen_base_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, ft:
             adapters += ops.matmul_s(tokens, rank, d_in / t, count) + ops.matmul_s(tokens, d_out, rank, count)
         else:
             adapters += ops.matmul_s(tokens, rank, d_in, count) + ops.matmul_s(tokens, d_out / t, rank, count)
-    per_weight = dequant_bytes_per_weight(ft.storage(ops.precision), GEMM_OPERAND_BYTES[ops.precision])
+    per_weight = dequant_bytes_per_weight(ft.storage(ops.precision), ops.precision)
     weights = (model.attention_params_per_layer + model.router_params_per_layer) / t \
         + model.expert_params_per_layer / (t * plan.expert)
     dequant = ops.memory_s(per_weight * weights)

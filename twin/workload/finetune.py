@@ -50,6 +50,9 @@ WEIGHT_FORMATS = {
                         "quantisation of the scales, 0.127 bit per weight of constants"),
 }
 
+# Bytes per element of a GEMM's operands by training precision (fp8 GEMMs read fp8 inputs).
+GEMM_OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
 # Bytes per adapter parameter: weights and gradients in the compute precision, Adam m and v in
 # fp32, no fp32 master copy (the QLoRA recipe, artidoro/qlora qlora.py: LoRA modules cast to
 # bf16, --optim paged_adamw_32bit). With fp32 training the weights and gradients are fp32.
@@ -78,9 +81,20 @@ class FinetuneSpec:
 
     def storage(self, precision: str) -> WeightFormat:
         """The format the base's linear weights are stored in."""
-        if self.weights is not None:
-            return WEIGHT_FORMATS[self.weights]
-        return WEIGHT_FORMATS["fp32" if precision in ("fp32", "tf32") else "bf16"]
+        return weight_format(self.weights, precision)
+
+
+def weight_format(weights: str | None, precision: str) -> WeightFormat:
+    """A storage format by name; None: the training precision's own (16 bits, fp32 for fp32 training)."""
+    if weights is not None:
+        return WEIGHT_FORMATS[weights]
+    return WEIGHT_FORMATS["fp32" if precision in ("fp32", "tf32") else "bf16"]
+
+
+def dequantised_per_use(storage: WeightFormat, precision: str) -> bool:
+    """True when the GEMM cannot read the stored weight: an int8 or NF4 base, or an fp8 base under
+    16- or 32-bit compute. (A base stored wider than an fp8 GEMM reads is cast once per step and kept.)"""
+    return storage.name in ("int8", "nf4") or (storage.name == "fp8" and precision != "fp8")
 
 
 FULL = FinetuneSpec()
@@ -139,10 +153,10 @@ def adapter_params(model: ModelSpec, lora: LoraSpec) -> int:
 
 
 def trainable_params(model: ModelSpec, ft: FinetuneSpec) -> int:
-    """Parameters the optimizer updates: the whole model, or its adapters."""
-    if not ft.frozen or ft.lora is None:
+    """Parameters the optimizer updates: the whole model, or its adapters (none on a bare frozen base)."""
+    if not ft.frozen:
         return model.params
-    return adapter_params(model, ft.lora)
+    return adapter_params(model, ft.lora) if ft.lora is not None else 0
 
 
 def linear_params_per_layer(model: ModelSpec) -> tuple[int, int]:
@@ -176,12 +190,9 @@ def hardware_flops_per_token(model: ModelSpec, ft: FinetuneSpec, seq_len: int, r
     return flops
 
 
-def dequant_bytes_per_weight(storage: WeightFormat, operand_bytes: float) -> float:
-    """Bytes a dequantisation kernel moves per use of a weight stored narrower than the GEMM reads
-    it: read the stored weight, write it in the compute precision. A weight stored as wide as the
-    GEMM's operand needs nothing; a wider one (bf16 under fp8 compute) is cast once per step and
-    kept (Transformer Engine's fp8 weight cache, counted in memory)."""
-    stored = storage.bits / 8
-    if stored >= operand_bytes:
+def dequant_bytes_per_weight(storage: WeightFormat, precision: str) -> float:
+    """Bytes a dequantisation kernel moves per use of a weight the GEMM cannot read as stored: read the
+    stored weight, write it as the GEMM's operand; nothing otherwise."""
+    if not dequantised_per_use(storage, precision):
         return 0.0
-    return stored + operand_bytes
+    return storage.bits / 8 + GEMM_OPERAND_BYTES[precision]

@@ -26,8 +26,10 @@ from dataclasses import dataclass, replace
 from twin.workload.finetune import (
     ADAPTER_STATE_BYTES,
     FULL,
+    GEMM_OPERAND_BYTES,
     FinetuneSpec,
     adapter_params_per_layer,
+    dequantised_per_use,
     linear_params_per_layer,
     matrix_shape,
     model_targets,
@@ -52,7 +54,6 @@ FP8_WEIGHT_CACHE_BYTES = 2.0
 FP8_AMAX_HISTORY_LEN = 1024
 FP8_SCALED_TENSORS_PER_GEMM = 5
 FP8_GEMMS_PER_LAYER = 4
-FP8_RECIPES = ("delayed", "current", "hybrid")
 
 
 def state_bytes_per_param(precision: str) -> tuple[float, float, float]:
@@ -62,9 +63,6 @@ def state_bytes_per_param(precision: str) -> tuple[float, float, float]:
         return 4.0, 4.0, 8.0            # fp32 weights are the master copy: Adam m, v only
     return 2.0, 4.0, 12.0               # bf16 / fp16 / fp8
 
-
-# Bytes per element of a GEMM's operands by training precision (fp8 GEMMs read fp8 inputs).
-GEMM_OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 
 def activation_bytes_per_element(precision: str) -> float:
@@ -113,8 +111,10 @@ def stage_params(model: ModelSpec, plan: ParallelPlan, stage: int) -> tuple[floa
 
 def trainable_stage_params(model: ModelSpec, plan: ParallelPlan, stage: int, ft: FinetuneSpec) -> tuple[float, float]:
     """(dense, expert) parameters one GPU of ``stage`` trains: its whole share, or its adapters."""
-    if not ft.frozen or ft.lora is None:
+    if not ft.frozen:
         return stage_params(model, plan, stage)
+    if ft.lora is None:
+        return 0.0, 0.0
     layers = layers_on_stage(model.layers, plan, stage)
     attention, ffn = adapter_params_per_layer(model, ft.lora)
     return layers * attention / plan.tensor, layers * model.experts * ffn / (plan.tensor * plan.expert)
@@ -146,13 +146,15 @@ def stage_weight_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precisi
 def fp8_weight_extra_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str,
                            ft: FinetuneSpec, fp8_recipe: str) -> tuple[float, float]:
     """(dense, expert) bytes FP8 training adds beside the weights: the fp8 copies and transposes of the
-    linear weights (sharded with them) and the amax histories of delayed scaling."""
+    linear weights (sharded with them; an fp8 base keeps its transpose alone, an int8 or NF4 one is
+    dequantised at every use instead) and the amax histories of delayed scaling."""
     if precision != "fp8":
         return 0.0, 0.0
     layers = layers_on_stage(model.layers, plan, stage)
     linear_dense = layers * linear_params_per_layer(model)[0] / plan.tensor
     _, expert = stage_params(model, plan, stage)
-    cache_b = FP8_WEIGHT_CACHE_BYTES - (1.0 if ft.storage(precision).bits <= 8 else 0.0)
+    storage = ft.storage(precision)
+    cache_b = {"fp8": FP8_WEIGHT_CACHE_BYTES - 1.0, "int8": 0.0, "nf4": 0.0}.get(storage.name, FP8_WEIGHT_CACHE_BYTES)
     history = 0.0
     if fp8_recipe in ("delayed", "hybrid"):
         history = layers * FP8_GEMMS_PER_LAYER * FP8_SCALED_TENSORS_PER_GEMM * FP8_AMAX_HISTORY_LEN * 4.0
@@ -161,12 +163,10 @@ def fp8_weight_extra_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, pre
 
 def dequant_workspace_bytes(model: ModelSpec, plan: ParallelPlan, precision: str, ft: FinetuneSpec) -> float:
     """One linear weight dequantised to the compute precision at a time (the largest, TP-sharded)."""
-    stored_b = ft.storage(precision).bits / 8
-    operand_b = GEMM_OPERAND_BYTES[precision]
-    if stored_b >= operand_b:
+    if not dequantised_per_use(ft.storage(precision), precision):
         return 0.0
     largest = max(d_in * d_out for d_in, d_out in (matrix_shape(model, t) for t in model_targets(model)))
-    return operand_b * largest / plan.tensor
+    return GEMM_OPERAND_BYTES[precision] * largest / plan.tensor
 
 
 def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str, fp8: bool = False) -> float:
