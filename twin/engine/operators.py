@@ -23,10 +23,10 @@ from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_spee
 from twin.hardware.specs import GPUSpec
 from twin.workload.finetune import GEMM_OPERAND_BYTES
 
-# GEMM operands by training precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 GEMMs
-# read fp8 inputs at 1 B and write bf16 outputs).
+# GEMM operands by precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 and int8 GEMMs
+# read 1-byte inputs and write 16-bit outputs).
 # Bytes per element of a GEMM's output: the activation precision (16 bits under fp8).
-OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0}
+OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "int8": 2.0}
 # FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
 # GEMM's activation input to fp8 in a separate kernel before the GEMM: read 2 B, write
 # 1 B per element. Weights are cast once per step (negligible over many micro-batches).
@@ -46,6 +46,10 @@ class OperatorModel:
     power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
     attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | standard
     fp8_recipe: str = "hybrid"        # delayed | current | hybrid (fp8 precision only)
+    weight_bytes: float | None = None  # bytes per element of the (k×n) weight operand when it differs from
+                                       # the GEMM precision (weight-only quantisation: 4-bit weights, fp16 GEMM)
+    separate_fp8_cast: bool = True     # training (Transformer Engine) casts each fp8 GEMM input in its own
+                                       # kernel; inference engines fuse the cast into the norm or activation before
 
     @property
     def matmul_flops(self) -> float:
@@ -54,8 +58,8 @@ class OperatorModel:
 
     @property
     def attention_flops(self) -> float:
-        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8)."""
-        precision = "bf16" if self.precision == "fp8" else self.precision
+        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8 and int8)."""
+        precision = "bf16" if self.precision in ("fp8", "int8") else self.precision
         rate = self.achievable_flops(precision) * self.efficiency.attention
         if self.attention_kernel in ("flash2", "flash1"):
             legacy = flash2_peak_fraction(self.gpu.name)
@@ -77,9 +81,10 @@ class OperatorModel:
         """``count`` GEMMs of (m×k)·(k×n)."""
         flops = 2.0 * m * n * k
         operand = GEMM_OPERAND_BYTES[self.precision]
-        moved = operand * (m * k + k * n) + OUTPUT_BYTES[self.precision] * m * n
+        weight = operand if self.weight_bytes is None else self.weight_bytes
+        moved = operand * m * k + weight * k * n + OUTPUT_BYTES[self.precision] * m * n
         cast = 0.0
-        if self.precision == "fp8":
+        if self.precision == "fp8" and self.separate_fp8_cast:
             amax = FP8_CURRENT_SCALING_AMAX_BYTES if self.fp8_recipe == "current" else 0.0
             cast = (FP8_CAST_BYTES_PER_ELEMENT + amax) * m * k / self.memory_Bps
         return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)

@@ -50,8 +50,8 @@ WEIGHT_FORMATS = {
                         "quantisation of the scales, 0.127 bit per weight of constants"),
 }
 
-# Bytes per element of a GEMM's operands by training precision (fp8 GEMMs read fp8 inputs).
-GEMM_OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+# Bytes per element of a GEMM's operands by precision (fp8 and int8 GEMMs read 1-byte inputs).
+GEMM_OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 # Bytes per adapter parameter: weights and gradients in the compute precision, Adam m and v in
 # fp32, no fp32 master copy (the QLoRA recipe, artidoro/qlora qlora.py: LoRA modules cast to
