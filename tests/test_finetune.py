@@ -1,7 +1,16 @@
 """Fine-tuning and quantisation: LoRA counts, frozen-weight FLOPs and step costs, quantised and FP8 memory."""
 
+from dataclasses import replace
+
 import pytest
 
+from tests.test_workload import _plan as workload_plan
+from twin.api import build, parse_scenario, run_dict
+from twin.calibration import Efficiency
+from twin.engine.operators import OperatorModel
+from twin.engine.stage_costs import Implementation, step_costs
+from twin.engine.step import step_time
+from twin.errors import ScenarioError
 from twin.hardware.specs import gpu_spec
 from twin.workload.finetune import (
     FULL,
@@ -15,11 +24,9 @@ from twin.workload.finetune import (
     resolve_targets,
     trainable_params,
 )
-from twin.errors import ScenarioError
 from twin.workload.memory import layer_activation_bytes, longest_sequence, memory_per_gpu
 from twin.workload.model import model_spec
 from twin.workload.plan import ParallelPlan
-from tests.test_workload import _plan as workload_plan
 
 GPT3 = model_spec("gpt3-175b")
 
@@ -198,10 +205,15 @@ def test_longest_sequence_is_the_last_that_fits():
     plan = _plan(data=8, zero=3, global_batch=8)
     capacity = gpu_spec("h100-sxm").memory_bytes
     longest = longest_sequence(m, plan, "bf16", "flash", capacity)
-    from dataclasses import replace
     assert 8192 < longest < 131072
     assert memory_per_gpu(m, replace(plan, seq_len=longest), "bf16", "flash").total_bytes <= capacity
     assert memory_per_gpu(m, replace(plan, seq_len=longest + 1), "bf16", "flash").total_bytes > capacity
+    # stored scores (no recomputation) grow with the square of the sequence: found by bisection
+    stored = replace(plan, recompute="none")
+    standard = longest_sequence(m, stored, "bf16", "standard", capacity)
+    assert 0 < standard < longest_sequence(m, stored, "bf16", "flash", capacity)
+    assert memory_per_gpu(m, replace(stored, seq_len=standard), "bf16", "standard").total_bytes <= capacity
+    assert memory_per_gpu(m, replace(stored, seq_len=standard + 1), "bf16", "standard").total_bytes > capacity
     # a quantised, adapter-trained 8B reaches further on the same GPU
     q = longest_sequence(m, _plan(), "bf16", "flash", capacity, _qlora(m))
     assert q > longest
@@ -210,8 +222,6 @@ def test_longest_sequence_is_the_last_that_fits():
 # -- step costs ----------------------------------------------------------------------------
 
 def _built(model="llama-65b", **parallelism):
-    from twin.api import build
-    from twin.scenario import parse_scenario
 
     par = {"tensor": 8, "pipeline": 1, "data": 1, "recompute": "none", "zero": 1, **parallelism}
     return build(parse_scenario({"cluster": {"node": "dgx-h100", "nodes": 1},
@@ -220,7 +230,6 @@ def _built(model="llama-65b", **parallelism):
 
 
 def _costs(b, ft):
-    from twin.engine.stage_costs import Implementation, step_costs
 
     return step_costs(b.model, b.plan, b.ops, b.comm, b.placement, Implementation(), ft)
 
@@ -260,8 +269,6 @@ def test_only_adapter_gradients_cross_data_parallelism_and_reach_the_optimizer()
 
 
 def test_current_scaling_reads_each_fp8_input_once_more():
-    from twin.calibration import Efficiency
-    from twin.engine.operators import OperatorModel
 
     gpu, eff = gpu_spec("h100-sxm"), Efficiency.calibrated()
     delayed = OperatorModel(gpu, "fp8", eff, fp8_recipe="hybrid")
@@ -293,7 +300,6 @@ def _scenario(node="l40s-1", nodes=1, **training):
     ({"method": "sft"}, "training.method: 'sft' is not allowed"),
 ])
 def test_bad_fine_tuning_keys_name_the_key(training, message):
-    from twin.api import run_dict
 
     with pytest.raises(ScenarioError) as err:
         run_dict(_scenario(**training))
@@ -301,7 +307,6 @@ def test_bad_fine_tuning_keys_name_the_key(training, message):
 
 
 def test_qlora_recipe_fills_unwritten_keys_and_reports_trainable_params():
-    from twin.api import run_dict
 
     r = run_dict(_scenario(method="qlora")).to_dict()
     assert r["plan"]["recompute"] == "full"                      # gradient checkpointing, as QLoRA
@@ -316,7 +321,6 @@ def test_qlora_recipe_fills_unwritten_keys_and_reports_trainable_params():
 
 
 def test_full_fine_tuning_65b_on_one_dgx_does_not_fit_and_qlora_on_one_gpu_does():
-    from twin.api import run_dict
 
     full = run_dict(_scenario("dgx-h100", global_batch=8, parallelism={"data": 8, "zero": 3, "recompute": "full"}))
     assert not full.memory_fits and full.trainable_params == full.params
@@ -325,7 +329,6 @@ def test_full_fine_tuning_65b_on_one_dgx_does_not_fit_and_qlora_on_one_gpu_does(
 
 
 def test_lora_checkpoints_hold_the_adapters_alone():
-    from twin.api import run_dict
 
     lora = run_dict(_scenario("dgx-h100", model="llama2-7b", method="lora", global_batch=64,
                               parallelism={"data": 8}) | {"failures": {"enabled": True}})
@@ -337,7 +340,6 @@ def test_lora_checkpoints_hold_the_adapters_alone():
 
 
 def test_a_single_instance_counts_no_switch_fabric():
-    from twin.api import run_dict
 
     r = run_dict(_scenario("l40s-1", method="qlora"))
     assert r.power.infrastructure.switches_w == 0
@@ -348,7 +350,6 @@ def test_a_single_instance_counts_no_switch_fabric():
 def test_a_lora_step_is_faster_than_a_full_one_by_about_the_flops_it_skips(tensor, low, high):
     # LoRA §4.2 reports a 25% speed-up over full fine-tuning of GPT-3 175B. Frozen weights skip a third
     # of the FLOPs and the optimizer step (up to 1.5x); tensor-parallel communication stays whole
-    from twin.engine.step import step_time
 
     b = _built("llama-65b", tensor=tensor)
     full = step_time(_costs(b, FULL), b.plan).step_s

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.test_cli import twin
-from twin.api import parse_scenario, step_of
+from twin.api import memory_of, parse_scenario, step_of
 from twin.errors import InfeasibleError
 from twin.results import FitOption
 from twin.studies.search import PlanChoice, best_plan, gpu_counts, plan_choices, search, variant
@@ -62,8 +62,6 @@ def test_the_best_plan_is_the_fastest_of_every_plan_that_fits(option, model):
     assert row.result is not None and row.plans_timed < row.plans_tried
     fastest = float("inf")
     for choice in plan_choices(model_spec(model), option.gpus, option.gpus):
-        from twin.api import memory_of
-
         candidate = variant(scenario, option, choice)
         try:
             _, memory, capacity = memory_of(candidate)

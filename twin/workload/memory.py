@@ -267,18 +267,26 @@ def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, atten
                      ft: FinetuneSpec = FULL, fp8_recipe: str = "hybrid", limit: int = 2**21) -> int:
     """The longest sequence (tokens) whose step fits ``capacity_bytes`` under the same plan; 0 if none.
 
-    Memory grows with the sequence (activations linearly with FlashAttention, the scores
-    quadratically without), so a bisection finds it.
+    Memory grows with the sequence: linearly with fused attention (every activation term is
+    proportional to it), so two evaluations give the answer, checked at it and one token
+    beyond; quadratically with stored scores, where a bisection finds it.
     """
-    def fits(seq_len: int) -> bool:
+    def needed(seq_len: int) -> float:
         return memory_per_gpu(model, replace(plan, seq_len=seq_len), precision, attention, ft,
-                              fp8_recipe).required_bytes <= capacity_bytes
+                              fp8_recipe).required_bytes
+
+    def fits(seq_len: int) -> bool:
+        return needed(seq_len) <= capacity_bytes
 
     if not fits(1):
         return 0
+    if fits(limit):
+        return limit
+    one, slope = needed(1), needed(2) - needed(1)
+    guess = min(limit - 1, 1 + int((capacity_bytes - one) // slope)) if slope > 0 else limit - 1
+    if fits(guess) and not fits(guess + 1):
+        return guess
     low, high = 1, limit
-    if fits(high):
-        return high
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if fits(mid) else (low, mid)
