@@ -25,6 +25,7 @@ from typing import Iterator
 
 from twin import catalog
 from twin.api import Scenario, memory_of, simulate, step_of
+from twin.api.specs import model_of
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
 from twin.results import FitOption, FitReport, FitRow
@@ -101,7 +102,9 @@ def fit_options(scenario: Scenario, max_gpus: int, nodes: list[str] | None = Non
     out = []
     for name in nodes or catalog.names("nodes"):
         node = node_spec(name, "--nodes")
-        if tr.precision not in ("fp32",) and tr.precision not in node.gpu.peak_flops:
+        try:
+            node.gpu.peak(tr.precision)
+        except KeyError:                 # no tensor-core peak for the scenario's precision (fp8 on A100)
             continue
         for gpus in gpu_counts(node.gpus, max_gpus):
             out += [FitOption(name, gpus, -(-gpus // node.gpus), m, w) for m, w in methods]
@@ -152,7 +155,8 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec, comms: di
 
 
 def _cost(row: FitRow, country: str) -> float:
-    """Total cost at the site (energy, plus rental when the scenario prices GPU-hours); energy if unpriced."""
+    """Total cost at the site in EUR (energy, plus rental when the scenario prices GPU-hours); where the
+    site's electricity has no price, its facility energy in kWh (the same for every option)."""
     pw = row.result.power
     total = pw.total_cost_eur().get(country)
     return total if total is not None else pw.energy_facility_kwh
@@ -162,8 +166,6 @@ def search(scenario: Scenario, options: list[FitOption], by: str = "time") -> Fi
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
     if by not in BY:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(BY)}")
-    from twin.api.specs import model_of
-
     model = model_of(scenario.training.model)
     comms: dict = {}
     rows = [best_plan(scenario, option, model, comms) for option in options]
