@@ -8,7 +8,7 @@ from tests.test_workload import _plan as workload_plan
 from twin.api import build, parse_scenario, run_dict
 from twin.calibration import Efficiency
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import Implementation, step_costs
+from twin.engine.stage_costs import step_costs
 from twin.engine.step import step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import gpu_spec
@@ -231,7 +231,7 @@ def _built(model="llama-65b", **parallelism):
 
 def _costs(b, ft):
 
-    return step_costs(b.model, b.plan, b.ops, b.comm, b.placement, Implementation(), ft)
+    return step_costs(b.model, b.plan, b.ops, b.comm, b.placement, b.stack, ft)
 
 
 def test_frozen_base_skips_exactly_the_weight_gradient_gemms():

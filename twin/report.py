@@ -53,7 +53,8 @@ def training_summary(record: dict[str, Any]) -> str:
     """The terminal summary of a training record (``Result.to_dict()``)."""
     r = record
     out = [f"twin — {r['scenario']}", ""]
-    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}")
+    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}; "
+               f"stack {r['stack']['name']}")
     method = _finetune_line(r)
     if method:
         out.append(method)

@@ -12,12 +12,14 @@ from twin.api.specs import (
     model_of,
     plan_request_of,
     site_of,
+    stack_of,
 )
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import Implementation, StepCosts, step_costs
+from twin.engine.stack import StackProfile
+from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
@@ -46,6 +48,7 @@ class Built:
     plan: ParallelPlan
     placement: Placement
     efficiency: Efficiency
+    stack: StackProfile
     ops: OperatorModel
     comm: CommModel
     costs: StepCosts
@@ -71,23 +74,25 @@ def build(scenario: Scenario, comms: dict | None = None) -> Built:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
-    request = plan_request_of(tr.parallelism)
+    stack = stack_of(tr)
+    request = plan_request_of(tr.parallelism, stack)
     plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
     placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
     ft = finetune_of(tr, model)
     fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
-                        attention_kernel=tr.attention, fp8_recipe=fp8_recipe)
+                        attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
     key = (cluster.node.name, cluster.nodes, cluster.fabric, cluster.storage, efficiency, placement)
     comm = comms.get(key) if comms is not None else None
     if comm is None:
         comm = CommModel(cluster, efficiency, placement)
         if comms is not None:
             comms[key] = comm
-    costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast), ft)
-    memory = memory_per_gpu(model, plan, tr.precision, tr.attention, ft, fp8_recipe)
-    return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory, ft, fp8_recipe)
+    costs = step_costs(model, plan, ops, comm, placement, stack, ft)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, ft, fp8_recipe)
+    return Built(scenario, cluster, model, plan, placement, efficiency, stack, ops, comm, costs, memory, ft,
+                 fp8_recipe)
 
 
 def memory_of(scenario: Scenario) -> tuple[ParallelPlan, MemoryBreakdown, float]:
@@ -96,8 +101,10 @@ def memory_of(scenario: Scenario) -> tuple[ParallelPlan, MemoryBreakdown, float]
     tr = scenario.training
     cluster = cluster_of(scenario.cluster)
     model = model_of(tr.model)
-    plan = resolve_plan(plan_request_of(tr.parallelism), model, cluster, tr.global_batch, tr.seq_len)
-    memory = memory_per_gpu(model, plan, tr.precision, tr.attention, finetune_of(tr, model), tr.fp8_recipe or "hybrid")
+    stack = stack_of(tr)
+    plan = resolve_plan(plan_request_of(tr.parallelism, stack), model, cluster, tr.global_batch, tr.seq_len)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, finetune_of(tr, model),
+                            tr.fp8_recipe or "hybrid")
     return plan, memory, cluster.node.gpu.memory_bytes
 
 
@@ -189,7 +196,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     advice: list[str] = []
     if not fits:
         over = needed - capacity
-        options = fitting_alternatives(model, plan, tr.precision, tr.attention, capacity, cluster.node.gpus, ft,
+        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus, ft,
                                        b.fp8_recipe)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
         warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
@@ -241,13 +248,14 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         country=pw.site.code,
         pue=sc.site.pue,
         plan=plan,
+        stack=b.stack,
         step=step,
         memory=b.memory,
         memory_advice=advice,
         finetune=ft,
         params=model.params,
         trainable_params=trained,
-        longest_seq_len=longest_sequence(model, plan, tr.precision, tr.attention, capacity, ft, b.fp8_recipe),
+        longest_seq_len=longest_sequence(model, plan, tr.precision, b.stack.attention, capacity, ft, b.fp8_recipe),
         power=pw,
         fabric=fabric,
         failures=failures,

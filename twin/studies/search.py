@@ -7,8 +7,9 @@ Three steps, reusable by any study that varies hardware, method or plan:
    that divide the model and the GPUs, ZeRO stages, recomputation);
 2. **prune** before simulating anything: a plan the model or the batch cannot split
    (``InfeasibleError``) or whose memory does not fit the GPU is dropped, memory being
-   closed-form and cheap; of the plans that fit, one that recomputes more, or shards more
-   from ZeRO-1 up, than another fitting plan of the same shape is dominated and dropped;
+   closed-form and cheap; of the plans that fit, one that recomputes more, or gathers
+   parameters (ZeRO-3) where another shards only gradients (ZeRO-2), than another fitting
+   plan of the same shape is dominated and dropped;
 3. **rank**: the survivors' step is played with the closed-form schedule, the fastest
    plan of each option is answered in full (time, energy, cost per country) and the
    options are ranked by time to train or by cost.
@@ -50,13 +51,14 @@ class PlanChoice:
 
     def dominates(self, other: "PlanChoice") -> bool:
         """At least as fast for certain: the same shape, no more recomputation (it only adds work), and the
-        same ZeRO stage or a lower one from 1 up (ZeRO-2 adds a gradient reduce-scatter every micro-batch,
-        ZeRO-3 parameter gathers on top; ZeRO-0 against ZeRO-1 trades a whole-gradient all-reduce and a
-        whole optimizer step for a sharded one, and neither dominates)."""
+        same ZeRO stage, or ZeRO-2 against ZeRO-3 (the same per-micro-batch gradient reduce-scatters, with
+        parameter gathers on top). Across ZeRO-0, 1 and 2 the trade depends on the stack: ZeRO-2 reduces
+        gradients unit by unit beside the backward where a stack may leave ZeRO-1's once-per-step
+        reduction exposed, so none of them dominates another."""
         if (self.tensor, self.pipeline) != (other.tensor, other.pipeline) or self == other:
             return False
         less_recompute = RECOMPUTE_ORDER.index(self.recompute) <= RECOMPUTE_ORDER.index(other.recompute)
-        less_zero = self.zero == other.zero or 1 <= self.zero < other.zero
+        less_zero = self.zero == other.zero or (self.zero == 2 and other.zero == 3)
         return less_recompute and less_zero
 
 
