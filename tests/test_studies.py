@@ -16,7 +16,7 @@ from twin.errors import ScenarioError
 from twin.studies import store
 from twin.studies.executor import InProcess, run_batches
 from twin.studies.progress import Progress, wanted
-from twin.studies.search import parse_constraint, pareto_front, search
+from twin.studies.search import parse_constraint, pareto_front, search_plans
 from twin.studies.space import expand_range, parse_value, space
 from twin.studies.sweep import sweep
 
@@ -212,7 +212,7 @@ def test_a_closed_form_estimate_is_the_closed_form_run_without_failures():
 
 
 def test_plan_search_on_the_superpod_beats_the_hand_written_plan_and_every_plan_fits():
-    found = search(scenario_data(SCENARIOS / "superpod.yaml"), "superpod", "time", top=5, refine=2)
+    found = search_plans(scenario_data(SCENARIOS / "superpod.yaml"), "superpod", "time", top=5, refine=2)
     assert found.exhaustive and found.plans_evaluated > 1000
     assert found.plans_considered == found.plans_evaluated + found.plans_pruned
     best, own = found.plans[0], found.baseline
@@ -231,7 +231,7 @@ def test_plan_search_on_the_superpod_beats_the_hand_written_plan_and_every_plan_
 
 def test_constraints_reject_plans_and_cluster_options_are_searched():
     data = base()
-    found = search(data, "test", "cost", top=3, constraints=["deadline=3d"], refine=0,
+    found = search_plans(data, "test", "cost", top=3, constraints=["deadline=3d"], refine=0,
                    space=space(["cluster.nodes=1,2,4"]))
     assert found.options == 3 and found.plans_rejected > 0
     assert all(p.estimate.time_to_train_s <= 3 * 86400 for p in found.plans)
@@ -240,7 +240,7 @@ def test_constraints_reject_plans_and_cluster_options_are_searched():
     costs = [p.estimate.cost_eur for p in found.plans]
     assert costs == sorted(costs)
     with pytest.raises(ScenarioError, match="^--vary: training.parallelism is what the search varies"):
-        search(data, "test", space=space(["training.parallelism.tensor=1,2"]))
+        search_plans(data, "test", space=space(["training.parallelism.tensor=1,2"]))
 
 
 def test_a_serving_sweep_has_the_same_shape_and_its_own_front():

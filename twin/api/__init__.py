@@ -13,7 +13,17 @@ from typing import Any
 from twin import catalog
 from twin.api.specs import cluster_of
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
-from twin.api.training import Built, Prepared, build, estimate, plan_memory, prepare, simulate_training
+from twin.api.training import (
+    Built,
+    Prepared,
+    build,
+    estimate,
+    memory_of,
+    plan_memory,
+    prepare,
+    simulate_training,
+    step_of,
+)
 from twin.network.collectives import CommModel, FabricSummary
 from twin.results import CapacityResult, Result, ServingResult
 from twin.scenario import (
@@ -30,9 +40,10 @@ from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Scenario", "build", "prepare",
-           "estimate", "plan_memory", "simulate", "run_file", "run_dict", "run_text", "capacity", "capacity_file",
-           "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
-           "scenario_from_text", "scenario_data", "with_overrides", "check_key"]
+           "estimate", "plan_memory", "memory_of", "step_of", "simulate", "run_file", "run_dict", "run_text",
+           "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
+           "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
+           "check_key"]
 
 
 def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult:

@@ -26,6 +26,7 @@ nodes with sibling groups on the node's other GPUs. Given the job's
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
 import networkx as nx
 import numpy as np
 

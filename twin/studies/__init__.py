@@ -2,5 +2,5 @@
 
 ``space`` parses ``--vary``; ``executor`` runs points on local processes or a Dask cluster;
 ``store`` keeps results as Parquet and CSV with a ``study.yaml``; ``sweep`` runs a study;
-``search`` enumerates, prunes and ranks plans and keeps Pareto fronts.
+``search`` enumerates, prunes and ranks plans and options (``twin plan``, ``twin fit``) and keeps Pareto fronts.
 """
