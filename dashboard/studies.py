@@ -37,7 +37,8 @@ def find_studies() -> list[str]:
     found = []
     for root in SEARCHED:
         if root.is_dir():
-            found += sorted(str(p.parent) for p in root.glob("**/results.parquet") if len(p.relative_to(root).parts) <= 3)
+            found += sorted(str(p.parent) for p in root.glob("**/results.parquet")
+                            if len(p.relative_to(root).parts) <= 3)
     return found
 
 

@@ -128,13 +128,13 @@ def test_dask_results_equal_the_local_ones_bit_for_bit():
     study = space(["cluster.nodes=1,2", "site.country=FR,DE"])
     local = sweep(data, "test", study)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-                                  scheduler_port=0, dashboard_address=None) as cluster:   # free ports, real sockets
+                                  scheduler_port=0, dashboard_address=":0") as cluster:   # free ports, real sockets
         pool = DaskCluster(cluster.scheduler_address)
         try:
             remote = sweep(data, "test", study, pool=pool)
         finally:
             pool.close()
-    assert remote.table.to_pylist() == local.table.to_pylist() and remote.table.num_rows == 4
+    assert remote.table.equals(local.table) and remote.table.num_rows == 4      # values, types and column order
     assert remote.where.startswith("the Dask cluster at tcp://")
 
 
@@ -176,7 +176,8 @@ def test_sweep_command_writes_the_study_and_prints_the_pareto_front(tmp_path, ca
     assert {r["site.country"] for r in record["front"]} == {"SE"}  # same times, Sweden's grid and prices are lower
     assert (tmp_path / "out" / "study.yaml").exists()
     assert main(["sweep", str(path), "--vary", "cluster.nodez=1"]) == 2
-    assert "--vary: 'cluster.nodez' is not a scenario key: no 'nodez' at cluster (did you mean" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "--vary: 'cluster.nodez' is not a scenario key: no 'nodez' at cluster (did you mean" in error
 
 
 # -- Pareto fronts ------------------------------------------------------------------------------
@@ -232,10 +233,10 @@ def test_plan_search_on_the_superpod_beats_the_hand_written_plan_and_every_plan_
 def test_constraints_reject_plans_and_cluster_options_are_searched():
     data = base()
     found = search_plans(data, "test", "cost", top=3, constraints=["deadline=3d"], refine=0,
-                   space=space(["cluster.nodes=1,2,4"]))
-    assert found.options == 3 and found.plans_rejected > 0
+                   space=space(["cluster.nodes=1,2"]))
+    assert found.options == 2 and found.plans_rejected > 0
     assert all(p.estimate.time_to_train_s <= 3 * 86400 for p in found.plans)
-    assert all(p.option["cluster.nodes"] in (1, 2, 4) for p in found.plans)
+    assert all(p.option["cluster.nodes"] in (1, 2) for p in found.plans)
     assert "median on-demand list price" in found.notes[0]
     costs = [p.estimate.cost_eur for p in found.plans]
     assert costs == sorted(costs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from twin.errors import ScenarioError
@@ -42,11 +43,21 @@ def check_file(text: str | None, field: str) -> Path:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all, with the permissions of a new file."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    replace_atomic(path, write)
+
+
+def replace_atomic(path: Path, write: Callable[[str], None]) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it over ``path``: the file
+    is whole or untouched, with the permissions of a new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        write(tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)

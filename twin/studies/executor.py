@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 

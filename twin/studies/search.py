@@ -206,6 +206,7 @@ def plan_space(prepared: Prepared) -> Iterator:
 
 @dataclass
 class _Tally:
+    """What became of the plans of a search (``PlanSearch``'s counts)."""
     considered: int = 0
     infeasible: int = 0
     over_memory: int = 0
@@ -217,6 +218,7 @@ class _Tally:
 
 def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: list[Constraint], tally: _Tally,
                       budget: int) -> list[RankedPlan]:
+    """Every plan of one option: pruned, or evaluated in closed form; those that meet the constraints."""
     kept: list[RankedPlan] = []
     seen: set = set()
     for request in plan_space(prepared):
@@ -247,18 +249,19 @@ def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: l
     return kept
 
 
-def _variant(data: dict[str, Any], plan: RankedPlan, order: str) -> dict[str, Any]:
-    """The scenario data of one plan of one option: what ``twin run`` would be given."""
+def _variant(data: dict[str, Any], plan: RankedPlan) -> dict[str, Any]:
+    """The scenario data of one plan of one option: what ``twin run`` would be given (the rank order,
+    sequence parallelism and the stack stay as written)."""
     p = plan.estimate.plan
     settings = {"tensor": p.tensor, "pipeline": p.pipeline, "data": p.data, "expert": p.expert,
                 "microbatch": p.microbatch, "virtual_stages": p.virtual_stages, "schedule": p.schedule,
-                "recompute": p.recompute, "zero": p.zero, "order": order}
+                "recompute": p.recompute, "zero": p.zero}
     return with_overrides(data, plan.option | {f"{SEARCHED_KEYS}.{k}": v for k, v in settings.items()})
 
 
 def search_plans(data: dict[str, Any], source: str, objective: str = "time", top: int = 10,
-           constraints: list[str] | None = None, space: Space | None = None, refine: int | None = None,
-           max_plans: int = MAX_PLANS) -> PlanSearch:
+                 constraints: list[str] | None = None, space: Space | None = None, refine: int | None = None,
+                 max_plans: int = MAX_PLANS) -> PlanSearch:
     """Search the plans of a training scenario (``data`` as written) and its cluster options."""
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"'{objective}' is not allowed; allowed: {', '.join(OBJECTIVES)}")
@@ -313,18 +316,14 @@ def search_plans(data: dict[str, Any], source: str, objective: str = "time", top
         scenario=str(data.get("name", "unnamed scenario")), objective=objective,
         constraints=tuple(c.text for c in bounds), options=len(options), option_errors=tuple(errors),
         plans_considered=tally.considered, plans_infeasible=tally.infeasible, plans_over_memory=tally.over_memory,
-        plans_equivalent=tally.equivalent, plans_evaluated=tally.evaluated, plans_rejected=tally.rejected, exhaustive=tally.exhaustive,
-        seconds=seconds, refined=len(valued[:count]), plans=tuple(best), baseline=baseline, notes=tuple(notes))
+        plans_equivalent=tally.equivalent, plans_evaluated=tally.evaluated, plans_rejected=tally.rejected,
+        exhaustive=tally.exhaustive, seconds=seconds, refined=len(valued[:count]), plans=tuple(best),
+        baseline=baseline, notes=tuple(notes))
 
 
 def _played(data: dict[str, Any], plan: RankedPlan, source: str) -> RankedPlan:
-    scenario = parse_scenario(_variant(data, plan, _order(data)), source)
-    return replace(plan, result=simulate(scenario))
-
-
-def _order(data: dict[str, Any]) -> str:
-    par = data.get("training", {}).get("parallelism", {}) if isinstance(data.get("training"), dict) else {}
-    return par.get("order", "tp-dp-pp") if isinstance(par, dict) else "tp-dp-pp"
+    """The plan played in full: the SimPy step and, when the scenario enables them, failures."""
+    return replace(plan, result=simulate(parse_scenario(_variant(data, plan), source)))
 
 
 def _baseline(data: dict[str, Any], source: str) -> RankedPlan | None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import yaml
 
-from twin.outputs import write_atomic
+from twin.outputs import replace_atomic, write_atomic
 
 RESULTS = "results.parquet"
 TABLE = "results.csv"
@@ -85,22 +83,20 @@ def _common_type(types: list[pa.DataType]) -> pa.DataType:
     return pa.string()
 
 
-def combine(tables: list[pa.Table], first: list[str]) -> pa.Table:
-    """Chunks of rows as one table sorted by point index: columns in first-seen order, each of one type
-    (a column that is text in one chunk and a number in another becomes text)."""
+def combine(tables: list[pa.Table], first: list[str], order: list[str] = ()) -> pa.Table:
+    """Chunks of rows as one table sorted by point index, each column of one type (a column that is text
+    in one chunk and a number in another becomes text). Columns: ``first``, then ``order``, then the
+    others by name, so that the table does not depend on the order the chunks came in."""
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return table([], first)
-    names = list(dict.fromkeys([*first, *(n for t in tables for n in t.column_names)]))
+    present = {n for t in tables for n in t.column_names}
+    names = list(dict.fromkeys([*first, *(n for n in order if n in present), *sorted(present)]))
     types = {n: _common_type([t.schema.field(n).type for t in tables if n in t.column_names]) for n in names}
     parts = []
     for t in tables:
-        columns = []
-        for n in names:
-            if n not in t.column_names:
-                columns.append(pa.nulls(t.num_rows, types[n]))
-            else:
-                columns.append(t.column(n).cast(types[n]))
+        columns = [t.column(n).cast(types[n]) if n in t.column_names else pa.nulls(t.num_rows, types[n])
+                   for n in names]
         parts.append(pa.table(columns, names=names))
     whole = pa.concat_tables(parts)
     return whole.sort_by(INDEX) if INDEX in names else whole
@@ -112,33 +108,11 @@ def read_table(directory: Path) -> pa.Table | None:
     return pq.read_table(path) if path.exists() else None
 
 
-def read_rows(directory: Path) -> list[dict[str, Any]]:
-    """Rows of an earlier run of a study in ``directory`` (none when it holds no results)."""
-    found = read_table(directory)
-    return [] if found is None else found.to_pylist()
-
-
-def _replace_atomic(path: Path, write) -> None:
-    """``write(tmp)`` then rename over ``path``: whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_results(directory: Path, data: pa.Table, csv: bool = True) -> None:
     """``results.parquet`` (and ``results.csv``) from a combined table."""
-    _replace_atomic(directory / RESULTS, lambda tmp: pq.write_table(data, tmp))
+    replace_atomic(directory / RESULTS, lambda tmp: pq.write_table(data, tmp))
     if csv:
-        _replace_atomic(directory / TABLE, lambda tmp: pa_csv.write_csv(data, tmp))
+        replace_atomic(directory / TABLE, lambda tmp: pa_csv.write_csv(data, tmp))
 
 
 def write_study(directory: Path, study: dict[str, Any]) -> None:

@@ -68,7 +68,8 @@ def site_fields(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Rows:
-    """The rows of a study as they come: typed chunks, with counts of errors by message."""
+    """The rows of a study as they come: typed chunks, with counts of errors by message. The columns
+    follow the fields of the first point that ran (whichever arrives first), then the others by name."""
 
     def __init__(self, first: list[str]):
         self.first = first
@@ -76,11 +77,14 @@ class _Rows:
         self.buffer: list[dict[str, Any]] = []
         self.count = 0
         self.errors: Counter = Counter()
+        self.model: tuple[int, list[str]] | None = None     # (point, its fields) of the first point that ran
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             if row[store.ERROR] is not None:
                 self.errors[row[store.ERROR]] += 1
+            elif self.model is None or row[store.INDEX] < self.model[0]:
+                self.model = (row[store.INDEX], [k for k, v in row.items() if v is not None])
         self.count += len(rows)
         self.buffer += rows
         if len(self.buffer) >= CHUNK_ROWS:
@@ -91,7 +95,7 @@ class _Rows:
         if self.buffer:
             self.chunks.append(store.table(self.buffer, self.first))
             self.buffer = []
-        whole = store.combine(self.chunks, self.first)
+        whole = store.combine(self.chunks, self.first, self.model[1] if self.model else [])
         self.chunks = [whole]
         return whole
 
