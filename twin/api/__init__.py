@@ -12,27 +12,31 @@ from typing import Any
 
 from twin import catalog
 from twin.api.specs import cluster_of
+from twin.api.operations import simulate_operations
 from twin.api.training import Built, build, simulate_training
 from twin.network.collectives import CommModel, FabricSummary
-from twin.results import Result
+from twin.results import OperationsResult, Result
 from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
 
-__all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
+__all__ = ["Built", "Result", "OperationsResult", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
            "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
            "scenario_from_text", "with_overrides"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> Result:
-    """Answer a scenario; ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
+def simulate(scenario: Scenario, closed_form: bool = False) -> Result | OperationsResult:
+    """Answer a scenario as its workload section says; ``closed_form`` plays a training step with the
+    analytic schedule instead of SimPy."""
+    if scenario.workload == "jobs":
+        return simulate_operations(scenario)
     return simulate_training(scenario, closed_form)
 
 
-def run_file(path: str | Path) -> Result:
+def run_file(path: str | Path) -> Result | OperationsResult:
     return simulate(load_scenario(path))
 
 
-def run_dict(data: dict[str, Any]) -> Result:
+def run_dict(data: dict[str, Any]) -> Result | OperationsResult:
     return simulate(parse_scenario(data))
 
 
@@ -41,7 +45,7 @@ def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
     return parse_scenario(parse_yaml(text, source), source)
 
 
-def run_text(text: str, source: str = "scenario") -> Result:
+def run_text(text: str, source: str = "scenario") -> Result | OperationsResult:
     return simulate(scenario_from_text(text, source))
 
 

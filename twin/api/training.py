@@ -43,28 +43,51 @@ class Built:
     memory: MemoryBreakdown
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
-    tr = scenario.training
-    cluster = cluster_of(scenario.cluster)
+@dataclass(frozen=True)
+class Compiled:
+    """A training section compiled for a set of GPUs: model, plan, operator model and memory.
+
+    Where its groups land is the caller's: ``costs`` prices the step on any placement.
+    """
+    training: Training
+    model: ModelSpec
+    plan: ParallelPlan
+    ops: OperatorModel
+    memory: MemoryBreakdown
+
+    def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
+        """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""
+        tr = self.training
+        return step_costs(self.model, self.plan, self.ops, comm, placement, Implementation(tr.kernels, tr.autocast))
+
+
+def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Compiled:
+    """Model, plan over the cluster's working GPUs, operator model and memory of a training section."""
     model = model_of(tr.model)
     gpu = cluster.node.gpu
     try:
         gpu.peak(tr.precision)
     except KeyError:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
-        raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
+        raise ScenarioError(f"{where}.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
-    request = plan_request_of(tr.parallelism)
-    plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
-    placement = place(plan, cluster.node.gpus, request.order)
-    efficiency = Efficiency.calibrated(scenario.efficiency)
+    plan = resolve_plan(plan_request_of(tr.parallelism), model, cluster, tr.global_batch, tr.seq_len)
     ops = OperatorModel(gpu, tr.precision, efficiency,
                         power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
-    comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast))
     memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
-    return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
+    return Compiled(tr, model, plan, ops, memory)
+
+
+def build(scenario: Scenario) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+    tr = scenario.training
+    cluster = cluster_of(scenario.cluster)
+    efficiency = Efficiency.calibrated(scenario.efficiency)
+    c = compile_training(tr, cluster, efficiency)
+    placement = place(c.plan, cluster.node.gpus, tr.parallelism.order)
+    comm = CommModel(cluster, efficiency, placement)
+    return Built(scenario, cluster, c.model, c.plan, placement, efficiency, c.ops, comm, c.costs(comm, placement),
+                 c.memory)
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:

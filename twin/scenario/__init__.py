@@ -23,16 +23,17 @@ from twin.errors import ScenarioError, did_you_mean
 from twin.scenario.cluster import Cluster, Fabric, Storage
 from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
+from twin.scenario.jobs import Jobs, check_jobs
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.site import Embodied, Site
 from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
+           "Parallelism", "Checkpoint", "Failures", "Jobs", "parse_scenario", "load_scenario", "parse_yaml",
            "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
-WORKLOADS = ("training",)
+WORKLOADS = ("training", "jobs")
 
 EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
 
@@ -42,6 +43,7 @@ class Scenario(Strict):
     cluster: Cluster
     site: Site = Site()
     training: Training | None = None
+    jobs: Jobs | None = None
     failures: Failures = Failures()
     efficiency: dict[str, EfficiencyValue] = {}     # overrides of calibrated efficiencies (calibration.yaml)
 
@@ -156,8 +158,13 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file."""
-    return parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+    """Read and validate a scenario file; a relative ``jobs.trace`` is read beside it."""
+    scenario = parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+    jobs = scenario.jobs
+    if jobs is not None and jobs.trace is not None and not Path(jobs.trace).is_absolute():
+        trace = str(Path(path).parent / jobs.trace)
+        scenario = scenario.model_copy(update={"jobs": jobs.model_copy(update={"trace": trace})})
+    return scenario
 
 
 def _check_catalog_names(scenario: Scenario) -> None:
@@ -165,6 +172,13 @@ def _check_catalog_names(scenario: Scenario) -> None:
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
     if scenario.training is not None and isinstance(scenario.training.model, str):
         catalog.entry("models", scenario.training.model, "training.model")
+    if scenario.jobs is not None:
+        for name, template in scenario.jobs.templates.items():
+            if isinstance(template.model, str):
+                catalog.entry("models", template.model, f"jobs.templates.{name}.model")
+        for i, job in enumerate(scenario.jobs.list):
+            if job.training is not None and isinstance(job.training.model, str):
+                catalog.entry("models", job.training.model, f"jobs.list[{i}].training.model")
     if scenario.failures.enabled:
         catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
 
@@ -180,11 +194,19 @@ def _check_meaning(scenario: Scenario) -> None:
                             "topology single-switch: every node sits on the one switch (1:1)")
     if scenario.training is not None:
         _check_training(scenario.training)
+    if scenario.jobs is not None:
+        check_jobs(scenario.jobs)
+        for name, template in scenario.jobs.templates.items():
+            _check_training(template, f"jobs.templates.{name}")
+        for i, job in enumerate(scenario.jobs.list):
+            if job.training is not None:
+                _check_training(job.training, f"jobs.list[{i}].training")
 
 
-def _check_training(tr: Training) -> None:
+def _check_training(tr: Training, where: str = "training") -> None:
+    section = where
     if isinstance(tr.model, InlineModel):
-        m, where = tr.model, "training.model"
+        m, where = tr.model, f"{section}.model"
         if m.hidden % m.heads:
             raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
                                 "(each head is hidden / heads wide)")
@@ -198,10 +220,10 @@ def _check_training(tr: Training) -> None:
             raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
     p = tr.parallelism
     if p.virtual_stages > 1 and p.schedule != "interleaved":
-        raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
+        raise ScenarioError(f"{section}.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
     if tr.autocast and tr.precision in ("fp32", "tf32"):
-        raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
+        raise ScenarioError(f"{section}.autocast", f"true casts fp32 weights to a lower precision, but precision is "
                             f"{tr.precision}; allowed with bf16, fp16 or fp8")
 
 

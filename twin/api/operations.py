@@ -1,0 +1,274 @@
+"""Cluster operations scenarios (``jobs:``): templates → job shapes → jobs → the cluster simulation → accounts → OperationsResult.
+
+Each template is compiled once per job size with the training pipeline's own code
+(``training.compile_training``); the cluster simulation prices every job's step on
+its real placement with the single-job engines. With the carbon-aware policy on,
+the same jobs are also played without it, and the result shows the carbon saved
+against the delay added.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, site_of
+from twin.api.training import compile_training
+from twin.calibration import Efficiency
+from twin.errors import InfeasibleError, ScenarioError
+from twin.hardware.specs import ClusterSpec
+from twin.network.collectives import CommModel
+from twin.network.fabric import Fabric, cluster_graph
+from twin.operations.accounting import Accounts, account, country_grids, idle_tail_kg
+from twin.operations.cluster import CarbonPolicy, ClusterRun, OperationsSpec, simulate_cluster
+from twin.operations.jobs import GeneratorSpec, JobRequest, Shape, generate
+from twin.operations.metrics import completion, power_use, timeline, utilisation, waits
+from twin.operations.scheduler import Policy
+from twin.operations.steps import StepTimes
+from twin.operations.traces import read_trace
+from twin.power.country import country
+from twin.power.devices import node_power
+from twin.power.hourly import CarbonClock, hourly_shape
+from twin.power.infrastructure import infrastructure
+from twin.results import CarbonAware, OperationsResult
+from twin.scenario import Jobs, Scenario, Training
+from twin.units import fmt_duration
+
+
+def _sized(cluster: ClusterSpec, gpus: int) -> ClusterSpec:
+    """The cluster as a job's plan sees it: exactly the job's GPUs (``data: auto`` fills them)."""
+    return replace(cluster, node=replace(cluster.node, gpus=gpus), nodes=1, spare_nodes=0)
+
+
+@dataclass
+class _Shapes:
+    """Templates compiled per job size, each once; sizes a template cannot run are remembered with why."""
+    cluster: ClusterSpec
+    efficiency: Efficiency
+    templates: dict[str, Training]
+    built: dict[tuple[str, int], Shape]
+    refused: dict[tuple[str, int], ScenarioError]
+
+    def get(self, template: str, gpus: int) -> Shape:
+        key = (template, gpus)
+        if key in self.refused:
+            raise self.refused[key]
+        if key not in self.built:
+            tr = self.templates[template]
+            try:
+                c = compile_training(tr, _sized(self.cluster, gpus), self.efficiency, f"jobs.templates.{template}")
+            except InfeasibleError as exc:
+                self.refused[key] = exc
+                raise
+            gpu = self.cluster.node.gpu
+            self.built[key] = Shape(
+                template=template, gpus=gpus, plan=c.plan, order=tr.parallelism.order, params=c.model.params,
+                precision=tr.precision, checkpoint=checkpoint_policy_of(tr.checkpoint),
+                memory_bytes=c.memory.total_bytes, memory_fits=c.memory.total_bytes <= gpu.memory_bytes, costs=c.costs)
+        return self.built[key]
+
+    def runs(self, template: str, gpus: int) -> bool:
+        """The template's plan runs on ``gpus`` GPUs and fits their memory."""
+        try:
+            return self.get(template, gpus).memory_fits
+        except InfeasibleError:
+            return False
+
+
+def _message(exc: ScenarioError) -> str:
+    return str(exc)[len(exc.field) + 2:] if exc.field else str(exc)
+
+
+def _listed(jobs: Jobs, shapes: _Shapes, gpn: int, work_gpus: int, warnings: list[str]) -> list[JobRequest]:
+    out = []
+    for i, job in enumerate(jobs.list):
+        where = f"jobs.list[{i}]"
+        template = job.template or f"list[{i}]"
+        if job.training is not None:
+            shapes.templates[template] = job.training
+        gpus = job.gpus if job.gpus is not None else job.nodes * gpn
+        if gpus > work_gpus:
+            raise ScenarioError(f"{where}.{'gpus' if job.gpus is not None else 'nodes'}",
+                                f"{gpus} GPUs is more than the cluster's {work_gpus} (spares held back)")
+        try:
+            shape = shapes.get(template, gpus)
+        except InfeasibleError as exc:
+            raise ScenarioError(exc.field.replace("training", f"{where}.training" if job.training else
+                                                  f"jobs.templates.{template}", 1),
+                                f"{_message(exc)} (job {job.name or i + 1} on {gpus} GPUs)") from None
+        if not shape.memory_fits:
+            warnings.append(f"{where} ({job.name or template}): does not fit: needs "
+                            f"{shape.memory_bytes / 2**30:.1f} GiB per GPU on {gpus} GPUs; run as written")
+        tokens = None if job.duration is not None else shapes.templates[template].tokens
+        out.append(JobRequest(name=job.name or f"job-{i + 1}", tenant=job.tenant, submit_s=job.submit,
+                              template=template, gpus=gpus, tokens=tokens, duration_s=job.duration,
+                              priority=job.priority, time_limit_s=job.time_limit or math.inf,
+                              deferrable=job.deferrable, origin="list"))
+    return out
+
+
+def _mix(jobs: Jobs, shapes: _Shapes, gpus: int) -> tuple[tuple[str, float], ...]:
+    """Templates a size may run, with their weights (``jobs.mix``, equal by default)."""
+    weights = jobs.mix or {name: 1.0 for name in jobs.templates}
+    return tuple((name, w) for name, w in weights.items() if shapes.runs(name, gpus))
+
+
+def _why_none(jobs: Jobs, shapes: _Shapes, gpus: int) -> str:
+    reasons = []
+    for name in (jobs.mix or jobs.templates):
+        try:
+            shape = shapes.get(name, gpus)
+            reasons.append(f"{name} needs {shape.memory_bytes / 2**30:.0f} GiB per GPU")
+        except InfeasibleError as exc:
+            reasons.append(f"{name}: {_message(exc)}")
+    return "; ".join(reasons)
+
+
+def _generated(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Generator) -> list[JobRequest]:
+    g = jobs.generator
+    for size in g.gpus:
+        if size > work_gpus:
+            raise ScenarioError(f"jobs.generator.gpus.{size}", f"more than the cluster's {work_gpus} GPUs "
+                                "(spares held back)")
+        if not _mix(jobs, shapes, size):
+            raise ScenarioError(f"jobs.generator.gpus.{size}", f"no template runs on {size} GPUs: "
+                                f"{_why_none(jobs, shapes, size)}")
+    d = g.duration
+    spec = GeneratorSpec(jobs=g.jobs, rate_per_s=g.rate, sizes=tuple(g.gpus.items()), duration_median_s=d.median,
+                         duration_sigma=d.sigma, duration_max_s=d.max if d.max is not None else math.inf,
+                         tenants=tuple(g.tenants.items()), deferrable=g.deferrable, start_s=g.start,
+                         time_limit_factor=g.time_limit)
+    return generate(spec, lambda size: _mix(jobs, shapes, size), rng)
+
+
+def _traced(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Generator,
+            warnings: list[str]) -> list[JobRequest]:
+    rows = read_trace(jobs.trace)
+    out, too_big, no_template = [], 0, 0
+    draws = rng.random(len(rows))
+    for row, draw in zip(rows, draws):
+        if row.gpus > work_gpus:
+            too_big += 1
+            continue
+        if row.template is not None:
+            if row.template not in jobs.templates:
+                raise ScenarioError("jobs.trace", f"'{jobs.trace}', line {row.line}, column template: unknown "
+                                    f"template {row.template!r}; templates: {', '.join(jobs.templates)}")
+            if not shapes.runs(row.template, row.gpus):
+                raise ScenarioError("jobs.trace", f"'{jobs.trace}', line {row.line}: template {row.template} does "
+                                    f"not run on {row.gpus} GPUs: {_why_none(jobs, shapes, row.gpus)}")
+            template = row.template
+        else:
+            options = _mix(jobs, shapes, row.gpus)
+            if not options:
+                no_template += 1
+                continue
+            weights = np.cumsum([w for _, w in options])
+            template = options[min(int(np.searchsorted(weights / weights[-1], draw, side="right")),
+                                   len(options) - 1)][0]
+        out.append(JobRequest(name=row.name, tenant=row.tenant, submit_s=row.submit_s, template=template,
+                              gpus=row.gpus, duration_s=row.duration_s, priority=row.priority,
+                              time_limit_s=row.time_limit_s, deferrable=row.deferrable, origin="trace"))
+    if too_big:
+        warnings.append(f"jobs.trace: {too_big:,} jobs ask for more than the cluster's {work_gpus:,} GPUs "
+                        "(spares held back): left out")
+    if no_template:
+        warnings.append(f"jobs.trace: {no_template:,} jobs have a size no template of jobs.mix runs on: left out")
+    return out
+
+
+def simulate_operations(scenario: Scenario) -> OperationsResult:
+    """Answer a ``jobs:`` scenario: the jobs on the shared cluster, and what they cost."""
+    jb = scenario.jobs
+    cluster = cluster_of(scenario.cluster)
+    efficiency = Efficiency.calibrated(scenario.efficiency)
+    gpn, work_gpus = cluster.node.gpus, cluster.work_gpus
+    warnings: list[str] = []
+    shapes = _Shapes(cluster, efficiency, dict(jb.templates), {}, {})
+    seeds = np.random.SeedSequence(jb.seed).spawn(3)
+    requests = _listed(jb, shapes, gpn, work_gpus, warnings)
+    if jb.generator is not None:
+        requests += _generated(jb, shapes, work_gpus, np.random.default_rng(seeds[0]))
+    if jb.trace is not None:
+        requests += _traced(jb, shapes, work_gpus, np.random.default_rng(seeds[1]), warnings)
+    if not requests:
+        raise ScenarioError("jobs", "no job left to run (see the warnings: every trace job was left out)")
+
+    site = site_of(scenario.site)
+    carbon = jb.carbon
+    codes = [site.country, *site.compare]
+    hourly = {}
+    if carbon.hourly:
+        for i, code in enumerate(codes):
+            alpha2 = country(code, "site.country" if i == 0 else f"site.compare[{i - 1}]").alpha2
+            hourly[alpha2] = hourly_shape(alpha2)
+        missing = [c for c, shape in hourly.items() if shape is None]
+        if missing:
+            warnings.append(f"jobs.carbon.hourly: no hourly profile for {', '.join(missing)} (the catalog has "
+                            "grid_hourly.yaml rows for a few countries): the annual average is used there")
+    grids = country_grids(codes, hourly, site.carbon_intensity_g_per_kwh, site.electricity_price)
+    site_clock = CarbonClock(grids[0].shape, carbon.start_month) if carbon.aware and grids[0].hourly else None
+    if carbon.aware and site_clock is None:
+        warnings.append("jobs.carbon.aware: the site has no hourly profile (set jobs.carbon.hourly with a country "
+                        "of grid_hourly.yaml): no job is held")
+
+    graph = cluster_graph(cluster)
+    fabric = Fabric(graph, efficiency)
+    summary = CommModel.on_fabric(fabric, cluster, efficiency).summary()
+    infra = infrastructure(cluster, summary)
+    power = node_power(cluster.node, cluster.gpu_power_cap_w)
+    steps = StepTimes(cluster, efficiency, fabric)
+    policy = Policy(jb.scheduler.policy, jb.scheduler.placement, jb.scheduler.depth,
+                    tuple(jb.scheduler.fair_share.items()), jb.scheduler.half_life)
+    held = jb.scheduler.reservation
+    spec = OperationsSpec(policy=policy, horizon_s=jb.horizon, seed=int(seeds[2].generate_state(1)[0]),
+                          hold=(held.job, held.start) if held else None, power_limit_w=jb.power_limit,
+                          carbon=CarbonPolicy(carbon.hourly, carbon.start_month, carbon.aware, carbon.max_delay))
+    failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None
+    shape_of = {key: shape for key, shape in shapes.built.items()}
+
+    def play(with_spec: OperationsSpec, clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
+        run = simulate_cluster(cluster, steps, requests, shape_of, with_spec, failures, power, infra.total_w, clock)
+        return run, account(run, site.pue, grids, carbon.start_month, site.gpu_hour_price)
+
+    run, accounts = play(spec, site_clock)
+    aware = None
+    if site_clock is not None:
+        base_run, base_accounts = play(replace(spec, carbon=replace(spec.carbon, aware=False)), None)
+        deferred = [j for j in run.jobs if j.carbon_hold_s > 0]
+        window = max(run.end_s, base_run.end_s)            # both over the same span of the cluster's life
+        tail = idle_tail_kg(run, site.pue, grids, carbon.start_month, window)
+        base_tail = idle_tail_kg(base_run, site.pue, grids, carbon.start_month, window)
+        kg = {c: v + tail[c] for c, v in accounts.cluster.carbon_kg.items()}
+        base_kg = {c: v + base_tail[c] for c, v in base_accounts.cluster.carbon_kg.items()}
+        aware = CarbonAware(
+            deferred_jobs=len(deferred),
+            mean_hold_s=float(np.mean([j.carbon_hold_s for j in deferred])) if deferred else 0.0,
+            window_s=window, carbon_kg=kg, baseline_carbon_kg=base_kg,
+            saved_kg={c: base_kg[c] - kg[c] for c in kg},
+            mean_wait_s=waits(run.jobs).all.mean, baseline_mean_wait_s=waits(base_run.jobs).all.mean,
+            makespan_s=run.end_s, baseline_makespan_s=base_run.end_s)
+    unfinished = sum(j.status == "unfinished" for j in run.jobs)
+    if unfinished:
+        warnings.append(f"{unfinished:,} jobs had not finished at the {fmt_duration(jb.horizon)} horizon "
+                        "(jobs.horizon): their waits and energy stop there")
+    use = power_use(run, site.pue, jb.power_limit)
+    if jb.power_limit is not None and use.hours_over_limit > 0:
+        warnings.append(f"facility power above jobs.power_limit for {use.hours_over_limit:,.1f} h "
+                        f"(peak {use.peak_facility_w / 1e6:.2f} MW against {jb.power_limit / 1e6:.2f} MW)")
+    sources = {"node": cluster.node.source, "gpu": cluster.node.gpu.source}
+    for g in grids:
+        sources[f"carbon_intensity.{g.code}"] = g.intensity_source + (f", {g.intensity_year}" if g.intensity_year else "")
+        if g.hourly:
+            sources[f"hourly_carbon.{g.code}"] = g.shape.source
+        sources[f"electricity_price.{g.code}"] = g.price_source
+    if failures is not None:
+        sources["failures"] = failures.profile
+    return OperationsResult(
+        scenario=scenario.name, cluster=cluster, fabric=summary, policy=policy.name, placement=policy.placement,
+        horizon_s=jb.horizon, seed=jb.seed, run=run, accounts=accounts, waits=waits(run.jobs),
+        completion=completion(run.jobs), utilisation=utilisation(run), power=use, timeline=timeline(run, site.pue),
+        carbon_hourly={g.code: g.hourly for g in grids}, carbon_aware=aware, failures_enabled=failures is not None,
+        country=grids[0].code, warnings=warnings, sources=sources)
