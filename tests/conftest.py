@@ -22,3 +22,15 @@ BASE = {
 @pytest.fixture
 def base_scenario() -> dict:
     return copy.deepcopy(BASE)
+
+
+def with_(data: dict, **changes) -> dict:
+    """A deep copy of ``data`` with keys replaced, written ``section__key=value``."""
+    out = copy.deepcopy(data)
+    for dotted, value in changes.items():
+        node = out
+        *parents, last = dotted.split("__")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out

@@ -63,15 +63,20 @@ def assert_clean(at: AppTest) -> None:
 # Every page, every shipped scenario
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_every_page_renders_for_every_shipped_scenario(scenario):
+TITLES = {"scenario": "Scenario", "overview": "Overview", "cluster": "Cluster", "step": "Training step", "job": "Job",
+          "compare": "Compare", "serving": "Serving"}
+TRAINING_SCENARIOS = [s for s in SCENARIOS if not s.startswith("serve-")]
+SERVING_SCENARIOS = [s for s in SCENARIOS if s.startswith("serve-")]
+
+
+@pytest.mark.parametrize("scenario", TRAINING_SCENARIOS)
+def test_every_page_renders_for_every_shipped_training_scenario(scenario):
     at = app("overview", scenario)
     for page in PAGES:
         at.sidebar.radio(key="page").set_value(page)
         at.run()
         assert_clean(at)
-        assert at.title[0].value == {"scenario": "Scenario", "overview": "Overview", "cluster": "Cluster",
-                                     "step": "Training step", "job": "Job", "compare": "Compare"}[page]
+        assert at.title[0].value == TITLES[page]
         if page == "overview":
             labels = [m.label for m in at.metric]
             assert {"Time to train (P50)", "Time to train (P90)", "MFU", "GPU-hours", "Energy (facility)"} <= set(labels)
@@ -81,6 +86,31 @@ def test_every_page_renders_for_every_shipped_scenario(scenario):
         if page == "compare":
             assert len(at.dataframe[0].value) >= 2
             assert len(at.get("download_button")) == 2
+    at.sidebar.radio(key="page").set_value("serving")
+    at.run()
+    assert_clean(at)
+    assert any("for serving scenarios" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("scenario", SERVING_SCENARIOS)
+def test_serving_scenarios_draw_the_serving_page_and_a_note_on_training_pages(scenario):
+    at = app("serving", scenario)
+    assert_clean(at)
+    labels = {m.label for m in at.metric}
+    assert {"Output tokens/s", "TTFT p99", "TPOT p99", "SLO", "Energy per M tokens"} <= labels
+    assert all(re.search(r"[^\d\s.,]", m.value) for m in at.metric), "every headline number has its unit"
+    assert len(at.get("plotly_chart")) == 2, "latency against throughput, and countries"
+    assert at.dataframe, "GPUs for a target rate"
+    for page in ("overview", "cluster", "step", "job", "compare"):
+        at.sidebar.radio(key="page").set_value(page)
+        at.run()
+        assert_clean(at)
+        assert at.title[0].value == TITLES[page]
+        assert any("for training scenarios" in i.value for i in at.info), page
+        assert not at.get("plotly_chart")
+    at.sidebar.radio(key="page").set_value("scenario")
+    at.run()
+    assert_clean(at)
 
 
 def test_job_page_with_failures_enabled():
@@ -295,3 +325,17 @@ def test_compare_crosses_two_dimensions():
     labels = list(at.dataframe[0].value["what-if"])
     assert labels == ["precision bf16 · country FR", "precision bf16 · country DE",
                       "precision fp8 · country FR", "precision fp8 · country DE"]
+
+
+def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page():
+    raw = {"name": "70B on L4", "cluster": {"node": "l4-server", "nodes": 1},
+           "serving": {"model": "llama3-70b", "load": {"rate": "1/s", "input_tokens": {"mean": 1000},
+                                                       "output_tokens": {"mean": 200}},
+                       "slo": {"ttft_p99": "2 s"}}}
+    at = app("serving")
+    at.sidebar.get("file_uploader")[0].set_value(("big.yaml", yaml.safe_dump(raw).encode(), "application/x-yaml"))
+    at.run()
+    assert_clean(at)
+    assert any("does not fit" in w.value and "tensor 8 would fit" in w.value for w in at.warning)
+    assert any("does not fit" in i.value for i in at.info)
+    assert not at.get("plotly_chart")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, SCENARIOS
+from tests.conftest import BASE, ROOT, SCENARIOS, with_
 from twin.api import run_dict
 from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
@@ -33,17 +32,6 @@ def superpod() -> dict:
 @pytest.fixture(scope="module")
 def superpod_result():
     return run_dict(superpod())
-
-
-def with_(data: dict, **changes) -> dict:
-    out = copy.deepcopy(data)
-    for dotted, value in changes.items():
-        node = out
-        *parents, last = dotted.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-    return out
 
 
 # -- devices ------------------------------------------------------------------------------
@@ -301,3 +289,12 @@ def test_storage_power_is_counted_only_for_a_named_storage_system(superpod_resul
     assert r.to_dict()["power"]["infrastructure"]["storage_w"] == 0.0
     assert r.to_dict()["power"]["infrastructure"]["storage_fabric"]["leaf"] == 0
     assert r.peak_power_it_w < superpod_result.peak_power_it_w
+
+
+def test_one_node_is_charged_no_switches_and_single_switch_one():
+    one = run_dict(with_(BASE, cluster__nodes=1))
+    infra = one.power.infrastructure
+    assert infra.compute_switches.total == 0
+    assert one.peak_power_it_w <= 10_200 + infra.storage_w + 1e-6          # the DGX alone, and its storage
+    single = run_dict(with_(BASE, cluster__fabric={"topology": "single-switch"}))
+    assert single.power.infrastructure.compute_switches.total == 1

@@ -11,6 +11,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import with_
 from twin.api import run_dict
 
 BASE = {
@@ -24,14 +25,7 @@ PROPERTY = settings(max_examples=8, deadline=None, derandomize=True)
 
 
 def scenario(**changes) -> dict:
-    data = copy.deepcopy(BASE)
-    for dotted, value in changes.items():
-        node = data
-        *parents, last = dotted.split("__")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return data
+    return with_(BASE, **changes)
 
 
 models = st.sampled_from(["llama2-7b", "llama2-13b"])

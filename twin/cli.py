@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | catalog | topology | validate | convert-trace``.
+"""Command line: ``python -m twin run | capacity | catalog | topology | validate | convert-trace``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -33,6 +33,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.json:
             text += f"\n\nwrote {out}"
     print(text)
+    return 0
+
+
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from twin.api import capacity_file
+    from twin.report import capacity_summary
+    from twin.units import parse_quantity
+
+    rate = None
+    if args.rate is not None:
+        rate = parse_quantity(args.rate, "rate", "--rate")
+        if not 0 < rate < float("inf"):
+            raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
+    result = capacity_file(args.scenario, rate)
+    print(result.to_json() if args.json else capacity_summary(result.to_dict()))
     return 0
 
 
@@ -111,7 +126,8 @@ def _cmd_convert_trace(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training.")
+    p = argparse.ArgumentParser(prog="python -m twin",
+                                description="A digital twin of GPU clusters for LLM training and serving.")
     p.add_argument("--version", action="version", version=f"twin {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -120,6 +136,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the result record as JSON, nothing else")
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
     run.set_defaults(func=_cmd_run)
+
+    cap = sub.add_parser("capacity", help="the highest arrival rate a serving scenario sustains within its SLO")
+    cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
+    cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
+    cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
     cat.add_argument("kind", choices=["gpus", "nodes", "models"])

@@ -29,7 +29,7 @@ def _axis(ctx: Context, slot: str, names: list[str], default: str) -> tuple[str,
 
 
 def render(ctx: Context) -> None:
-    if ctx.raw is None or ctx.knobs is None:
+    if ctx.raw is None or ctx.knobs is None or ctx.knobs.workload != "training":
         needs_result(ctx)
         return
     st.caption("Each what-if starts from the scenario with the sidebar's knobs applied.")

@@ -19,7 +19,7 @@ from twin.power.assess import assess
 from twin.power.capping import power_cap_factor
 from twin.results import Result
 from twin.scenario import Scenario, Training
-from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
+from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place

@@ -13,7 +13,7 @@ import yaml
 
 from twin.errors import ScenarioError, did_you_mean
 
-KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
+KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power", "mig",
          "grid_hourly")
 
 

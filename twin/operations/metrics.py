@@ -4,7 +4,7 @@ Queue wait = start - submit (a carbon-aware hold counts as waiting; it is also
 reported alone). Turnaround = end - submit. Slowdown = turnaround / the job's run
 time alone, packed and without failures (1 for a job that neither waits nor is
 slowed). Step slowdown = the job's mean step time while training / its packed step
-time: what its placement and the other jobs' traffic cost it. Percentiles are
+time: what its placement and the other jobs' traffic cost it. Quantiles are
 linear interpolations between order statistics (numpy's default).
 
 The time series are step functions from the event log; the timeline reports their
@@ -27,7 +27,7 @@ MAX_BINS = 1000
 
 
 @dataclass(frozen=True)
-class Percentiles:
+class Quantiles:
     count: int
     mean: float | None
     p50: float | None
@@ -35,12 +35,12 @@ class Percentiles:
     p99: float | None
 
 
-def percentiles(values: list[float] | np.ndarray) -> Percentiles:
+def percentiles(values: list[float] | np.ndarray) -> Quantiles:
     v = np.asarray(values, dtype=float)
     if v.size == 0:
-        return Percentiles(0, None, None, None, None)
+        return Quantiles(0, None, None, None, None)
     p50, p90, p99 = np.percentile(v, [50, 90, 99])
-    return Percentiles(int(v.size), float(v.mean()), float(p50), float(p90), float(p99))
+    return Quantiles(int(v.size), float(v.mean()), float(p50), float(p90), float(p99))
 
 
 def size_class(gpus: int) -> str:
@@ -49,7 +49,7 @@ def size_class(gpus: int) -> str:
     return "1 GPU" if low == 1 else f"{low}-{2 * low - 1} GPUs"
 
 
-def _grouped(jobs: list[JobOutcome], value, key) -> dict[str, Percentiles]:
+def _grouped(jobs: list[JobOutcome], value, key) -> dict[str, Quantiles]:
     groups: dict[str, list[float]] = {}
     for j in jobs:
         v = value(j)
@@ -65,10 +65,10 @@ def _order_key(label: str) -> tuple:
 
 @dataclass(frozen=True)
 class Waits:
-    all: Percentiles
-    by_tenant: dict[str, Percentiles]
-    by_size: dict[str, Percentiles]
-    hold: Percentiles                # carbon-aware holds of the deferred jobs
+    all: Quantiles
+    by_tenant: dict[str, Quantiles]
+    by_size: dict[str, Quantiles]
+    hold: Quantiles                # carbon-aware holds of the deferred jobs
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,11 @@ class Completion:
     finished: int
     timed_out: int
     unfinished: int                  # running or queued at the horizon
-    turnaround_s: Percentiles
-    slowdown: Percentiles
-    step_slowdown: Percentiles       # mean step time / packed step time, over jobs that trained
+    turnaround_s: Quantiles
+    slowdown: Quantiles
+    step_slowdown: Quantiles       # mean step time / packed step time, over jobs that trained
     spanning_jobs: int               # jobs that started over more than one scalable unit
-    step_slowdown_spanning: Percentiles
+    step_slowdown_spanning: Quantiles
 
 
 def waits(jobs: tuple[JobOutcome, ...]) -> Waits:

@@ -25,24 +25,29 @@ from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.jobs import Jobs, check_jobs
 from twin.scenario.load import decode, parse_yaml, read_text
+from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
 from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "Jobs", "parse_scenario", "load_scenario", "parse_yaml",
-           "read_text", "decode", "with_overrides", "WORKLOADS"]
+           "Parallelism", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario", "load_scenario",
+           "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
-WORKLOADS = ("training", "jobs")
+WORKLOADS = ("training", "serving", "jobs")
 
 EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
 
 
+ScenarioName = name_text(200)
+
+
 class Scenario(Strict):
-    name: name_text(200) = "unnamed scenario"
+    name: ScenarioName = "unnamed scenario"
     cluster: Cluster
     site: Site = Site()
     training: Training | None = None
+    serving: Serving | None = None
     jobs: Jobs | None = None
     failures: Failures = Failures()
     efficiency: dict[str, EfficiencyValue] = {}     # overrides of calibrated efficiencies (calibration.yaml)
@@ -170,8 +175,6 @@ def load_scenario(path: str | Path) -> Scenario:
 def _check_catalog_names(scenario: Scenario) -> None:
     """Catalog names resolve, with a 'did you mean' when they do not."""
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
-    if scenario.training is not None and isinstance(scenario.training.model, str):
-        catalog.entry("models", scenario.training.model, "training.model")
     if scenario.jobs is not None:
         for name, template in scenario.jobs.templates.items():
             if isinstance(template.model, str):
@@ -179,6 +182,14 @@ def _check_catalog_names(scenario: Scenario) -> None:
         for i, job in enumerate(scenario.jobs.list):
             if job.training is not None and isinstance(job.training.model, str):
                 catalog.entry("models", job.training.model, f"jobs.list[{i}].training.model")
+    else:
+        workload = getattr(scenario, scenario.workload)
+        if isinstance(workload.model, str):
+            catalog.entry("models", workload.model, f"{scenario.workload}.model")
+    if scenario.serving is not None:
+        for i, alternative in enumerate(scenario.serving.compare):
+            if alternative.node is not None:
+                catalog.entry("nodes", alternative.node, f"serving.compare[{i}].node")
     if scenario.failures.enabled:
         catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
 
@@ -192,32 +203,40 @@ def _check_meaning(scenario: Scenario) -> None:
     if c.fabric.topology == "single-switch" and c.fabric.oversubscription != 1:
         raise ScenarioError("cluster.fabric.oversubscription", f"{c.fabric.oversubscription:g} is not allowed with "
                             "topology single-switch: every node sits on the one switch (1:1)")
+    workload = getattr(scenario, scenario.workload)
+    if scenario.jobs is None and isinstance(workload.model, InlineModel):
+        _check_inline_model(workload.model, f"{scenario.workload}.model")
     if scenario.training is not None:
         _check_training(scenario.training)
+    if scenario.serving is not None and scenario.failures.enabled:
+        raise ScenarioError("failures.enabled", "true is not allowed with serving: failures are simulated for "
+                            "training jobs; a serving scenario answers the steady state of its replicas")
     if scenario.jobs is not None:
         check_jobs(scenario.jobs)
-        for name, template in scenario.jobs.templates.items():
-            _check_training(template, f"jobs.templates.{name}")
-        for i, job in enumerate(scenario.jobs.list):
-            if job.training is not None:
-                _check_training(job.training, f"jobs.list[{i}].training")
+        sections = [(f"jobs.templates.{name}", t) for name, t in scenario.jobs.templates.items()]
+        sections += [(f"jobs.list[{i}].training", job.training) for i, job in enumerate(scenario.jobs.list)
+                     if job.training is not None]
+        for where, tr in sections:
+            if isinstance(tr.model, InlineModel):
+                _check_inline_model(tr.model, f"{where}.model")
+            _check_training(tr, where)
 
 
-def _check_training(tr: Training, where: str = "training") -> None:
-    section = where
-    if isinstance(tr.model, InlineModel):
-        m, where = tr.model, f"{section}.model"
-        if m.hidden % m.heads:
-            raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
-                                "(each head is hidden / heads wide)")
-        kv = m.kv_heads or m.heads
-        if kv > m.heads or m.heads % kv:
-            raise ScenarioError(f"{where}.kv_heads", f"{kv} does not divide heads {m.heads} "
-                                "(each KV head serves a whole group of query heads)")
-        if m.top_k > 1 and m.experts == 1:
-            raise ScenarioError(f"{where}.top_k", f"{m.top_k} needs experts > 1 (a dense model routes to no experts)")
-        if m.top_k > m.experts:
-            raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
+def _check_inline_model(m: InlineModel, where: str) -> None:
+    if m.hidden % m.heads:
+        raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
+                            "(each head is hidden / heads wide)")
+    kv = m.kv_heads or m.heads
+    if kv > m.heads or m.heads % kv:
+        raise ScenarioError(f"{where}.kv_heads", f"{kv} does not divide heads {m.heads} "
+                            "(each KV head serves a whole group of query heads)")
+    if m.top_k > 1 and m.experts == 1:
+        raise ScenarioError(f"{where}.top_k", f"{m.top_k} needs experts > 1 (a dense model routes to no experts)")
+    if m.top_k > m.experts:
+        raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
+
+
+def _check_training(tr: Training, section: str = "training") -> None:
     p = tr.parallelism
     if p.virtual_stages > 1 and p.schedule != "interleaved":
         raise ScenarioError(f"{section}.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "

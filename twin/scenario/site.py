@@ -29,31 +29,44 @@ def _price(parser, ceiling: float, unit: str, example: str):
     return Annotated[tuple[float, str], BeforeValidator(parse)]
 
 
+MAX_COMPARED_COUNTRIES = 50
+
 Fraction = number(gt="0", le="1", why="a fraction")
+GpuKg = number(ge="0", le="10000", why="kg CO2e per GPU; published figures are 15-150")
+ServerKg = number(ge="0", le="100000", why="kg CO2e per server; published figures are about 2,500")
+LifetimeYears = number(gt="0", le="30", why="service life in years")
+Pue = number(ge="1", le="4", why="facility power / IT power; surveyed data centres average 1.56")
+CarbonIntensity = number("carbon_intensity", ge="0", le="2000 g/kWh",
+                         why="lignite power is about 1,100 g CO2e/kWh over its life cycle")
+ElectricityPrice = _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
+GpuHourPrice = _price(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h")
+
+
+def _short_list(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > MAX_COMPARED_COUNTRIES:
+        raise ValueError(f"{len(value)} countries is not allowed: at most {MAX_COMPARED_COUNTRIES}")
+    return value
+
+
+Countries = Annotated[list[str], BeforeValidator(_short_list)]
 
 
 class Embodied(Strict):
     enabled: Flag = False
     method: Literal["bloom", "llmcarbon"] = "bloom"        # per-device figures (docs/power.md)
-    gpu_kg: number(ge="0", le="10000", why="kg CO2e per GPU; published figures are 15-150") | None = None
-    server_kg: number(ge="0", le="100000", why="kg CO2e per server; published figures are about 2,500") | None = None
-    lifetime_years: number(gt="0", le="30", why="service life in years") | None = None    # default 6 (BLOOM)
+    gpu_kg: GpuKg | None = None
+    server_kg: ServerKg | None = None
+    lifetime_years: LifetimeYears | None = None            # default 6 (BLOOM)
     utilization: Fraction | None = None                    # default 0.85 (BLOOM)
 
 
 class Site(Strict):
     country: str = "US"
-    pue: number(ge="1", le="4", why="facility power / IT power; surveyed data centres average 1.56") = 1.58
-    compare: Annotated[list[str], BeforeValidator(lambda v: _short_list(v, 50))] = []
-    carbon_intensity: number("carbon_intensity", ge="0", le="2000 g/kWh",
-                             why="lignite power is about 1,100 g CO2e/kWh over its life cycle") | None = None
-    electricity_price: _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh") | None = None
-    gpu_hour_price: _price(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h") | None = None
+    pue: Pue = 1.58
+    compare: Countries = []
+    carbon_intensity: CarbonIntensity | None = None        # overrides the dataset for the site
+    electricity_price: ElectricityPrice | None = None      # (amount per kWh, currency)
+    gpu_hour_price: GpuHourPrice | None = None             # (amount per GPU-hour, currency)
     accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
 
-
-def _short_list(value: Any, most: int) -> Any:
-    if isinstance(value, list) and len(value) > most:
-        raise ValueError(f"{len(value)} countries is not allowed: at most {most}")
-    return value
