@@ -498,6 +498,7 @@ def operations_record(r: OperationsResult) -> dict[str, Any]:
         "nodes_per_su": r.fabric.nodes_per_su,
         "oversubscription": r.fabric.oversubscription,
         "topology": r.fabric.topology,
+        "node_su": list(run.node_su),
         "policy": r.policy,
         "placement": r.placement,
         "horizon_s": r.horizon_s,

@@ -160,6 +160,7 @@ class ClusterRun:
     end_s: float                     # the last event (all jobs done) or the horizon
     horizon_s: float
     gpus_total: int                  # every GPU of the cluster, spares included
+    node_su: tuple[int, ...]         # scalable unit of each node
     base_it_w: float                 # every node idle, plus switches and storage
     node_idle_w: float
     infrastructure_w: float
@@ -683,7 +684,8 @@ class _Cluster:
         seg = np.array(self.seg, dtype=float) if self.seg else np.zeros((0, 4))
         segments = PowerSegments(seg[:, 0].astype(np.int64), seg[:, 1], seg[:, 2], seg[:, 3])
         outcomes = tuple(self._outcome(j) for j in self.jobs)
-        return ClusterRun(outcomes, series, segments, now, self.spec.horizon_s, self.cluster.gpus, self.base_it_w,
+        return ClusterRun(outcomes, series, segments, now, self.spec.horizon_s, self.cluster.gpus,
+                          tuple(int(s) for s in self.steps.node_su), self.base_it_w,
                           self.node_power.idle_w, self.infrastructure_w, self.failure_count, dict(self.by_component),
                           self.spare_swaps, self.replacements, self.events, self.steps.priced_count)
 
