@@ -38,6 +38,7 @@ step time, as the single-job twin does.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,7 +252,8 @@ class _Cluster:
         self.down: set[int] = set()
         self.on_node: dict[int, set[int]] = {}
         self.jobs = [self._job(i, req, shapes[(req.template, req.gpus)], site_clock) for i, req in enumerate(jobs)]
-        self.queue: dict[int, _Job] = {}
+        self.queue: dict[int, Waiting] = {}          # in release order
+        self.needs: Counter[Need] = Counter()        # what the waiting jobs need
         self.running: dict[int, _Job] = {}
         self.waiting_nodes: list[_Job] = []
         self.crossing: set[int] = set()
@@ -467,13 +469,11 @@ class _Cluster:
         now = self.env.now
         if self.spec.policy.name == "priority":
             self.fair.advance(now, self.held)
-        queue = [Waiting(j.index, j.need, j.estimate_s, math.inf if self.hold and j.index == self.hold.index
-                         else j.req.priority, j.req.tenant, j.release_s) for j in self.queue.values()]
-
         def running() -> list[Running]:
             return [Running(self._estimated_end(j), tuple(j.nodes), j.need.gpus) for j in self.running.values()]
 
-        decision = schedule(self.spec.policy, self.pool, queue, running, now, self.fair, self.hold)
+        decision = schedule(self.spec.policy, self.pool, list(self.queue.values()), running, now, self.fair,
+                            self.hold)
         if decision.head is not None and self.jobs[decision.head].reserved_start_s is None:
             self.jobs[decision.head].reserved_start_s = decision.head_start_s
         for index, nodes in decision.starts:
@@ -482,21 +482,22 @@ class _Cluster:
         self._row()
 
     def _estimated_end(self, job: _Job) -> float:
+        """Its time limit, or its remaining work at its current speed (after a restart in progress)."""
         if math.isfinite(job.req.time_limit_s):
             return job.start_s + job.req.time_limit_s
+        if job.phase == TRAIN:                  # constant while it trains at one speed
+            return job.mark_s + (job.iterations - job.done) / job.rate
         now = self.env.now
-        done = job.done + (now - job.mark_s) * job.rate if job.phase == TRAIN else job.done
-        left = (job.iterations - done) / job.rate if job.rate > 0 else job.estimate_s
         extra = max(0.0, job.restart_end_s - now) if job.phase == RESTART else 0.0
-        return now + extra + left
+        return now + extra + (job.iterations - job.done) / job.rate
 
     def _fragmentation(self) -> None:
         """Free GPUs that no waiting job could use, whatever the policy's order."""
         if not self.queue:
             self.fragmented = 0
             return
-        small = min((j.need.gpus for j in self.queue.values() if j.need.gpus < self.gpn), default=math.inf)
-        large = min((j.need.nodes for j in self.queue.values() if j.need.gpus == self.gpn), default=math.inf)
+        small = min((need.gpus for need in self.needs if need.gpus < self.gpn), default=math.inf)
+        large = min((need.nodes for need in self.needs if need.gpus == self.gpn), default=math.inf)
         by_free = self.pool.by_free
         partial = sum(by_free[f] * f for f in range(1, self.gpn) if f < small)
         whole = by_free[self.gpn]
@@ -504,6 +505,9 @@ class _Cluster:
 
     def _start(self, job: _Job, nodes: list[int]) -> None:
         del self.queue[job.index]
+        self.needs[job.need] -= 1
+        if not self.needs[job.need]:
+            del self.needs[job.need]
         self.running[job.index] = job
         now = self.env.now
         job.start_s = now
@@ -525,7 +529,11 @@ class _Cluster:
             if t > env.now:
                 yield env.timeout(t - env.now)
             while i < len(ordered) and ordered[i].release_s == t:
-                self.queue[ordered[i].index] = ordered[i]
+                job = ordered[i]
+                hero = self.hold is not None and job.index == self.hold.index
+                self.queue[job.index] = Waiting(job.index, job.need, job.estimate_s,
+                                                math.inf if hero else job.req.priority, job.req.tenant, job.release_s)
+                self.needs[job.need] += 1
                 i += 1
             self.events += 1
             self._schedule()

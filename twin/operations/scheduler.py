@@ -249,6 +249,8 @@ def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable
     starts: list[tuple[int, list[int]]] = []
     started: list[Running] = []
     ordered = order(policy, queue, fair)
+    # Within a pass GPUs only get taken: what did not fit once does not fit again.
+    failed: set[tuple[Need, frozenset[int]]] = set()
     i = 0
     while i < len(ordered):
         job = ordered[i]
@@ -272,8 +274,11 @@ def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable
         avoid = _avoid(hold, job, now)
         if now + job.estimate_s > shadow:
             avoid = avoid | reserved
+        if (job.need, avoid) in failed:
+            continue
         nodes = state.choose(job.need, policy.placement, avoid)
         if nodes is None:
+            failed.add((job.need, avoid))
             continue
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
