@@ -9,7 +9,9 @@ import pytest
 
 from twin.api import run_dict
 from twin.errors import ScenarioError
+from twin.hardware.specs import node_spec
 from twin.operations.accounting import account, country_grids
+from twin.power.devices import node_power
 from twin.power.hourly import flat_shape
 
 # A 1.3B-parameter model (4 layers of a GPT-style shape would do too): every size from one GPU fits it.
@@ -207,3 +209,45 @@ def test_bad_jobs_are_refused_naming_the_key(change, key):
     with pytest.raises(ScenarioError) as info:
         run_dict(data)
     assert str(info.value).startswith(key)
+
+
+# ---------------------------------------------------------------------------
+# Serving jobs
+
+
+CHAT = {"model": "llama3-8b", "precision": "fp8", "replicas": 5, "mig": "2g.20gb",
+        "load": {"rate": "5/s", "requests": 300, "input_tokens": {"mean": 256}, "output_tokens": {"mean": 128}}}
+
+
+def test_serving_jobs_pack_mig_instances_onto_shared_gpus_beside_training():
+    """Five 2g.20gb instances fill two GPUs with one instance to spare; a one-replica service takes that one,
+    so a six-GPU training job still fits on the node's other six GPUs at once."""
+    cluster = {"node": "dgx-h100", "nodes": 1}
+    jobs = [{"name": "chat", "template": "chat", "duration": "10 h"},
+            {"name": "solo", "serving": CHAT | {"replicas": 1}, "duration": "10 h"},
+            {"name": "train", "template": "tiny", "gpus": 6, "duration": "5 h"}]
+    data = scenario(jobs, cluster)
+    data["jobs"]["templates"]["chat"] = CHAT
+    r = run_dict(data)
+    chat, solo, train = r.jobs
+    assert chat.start_s == solo.start_s == train.start_s == 0.0
+    assert chat.gpus_allocated == pytest.approx(5 / 3) and solo.gpus_allocated == pytest.approx(1 / 3)
+    assert chat.end_s == pytest.approx(10 * 3600.0) and chat.gpu_hours == pytest.approx(10 * 5 / 3)
+    assert r.utilisation.gpu_hours_allocated == pytest.approx(r.utilisation.gpu_hours_jobs)
+    # A service draws its instances' share of the GPU's dynamic range at its activity, and the idle share
+    # of the GPUs it holds (power/devices.py: a node is affine in its GPUs' activity).
+    node = node_power(node_spec("dgx-h100"))
+    watts = 5 / 3 * node.idle_w / 8 + 5 * (2 / 7) * (node.peak_w - node.idle_w) / 8 * r.services["chat"].activity
+    assert r.accounts.jobs[0].energy_it_kwh == pytest.approx(watts * 10 / 1000.0, rel=1e-9)
+
+
+def test_a_node_failure_interrupts_every_service_with_instances_there():
+    cluster = {"node": "dgx-h100", "nodes": 2}
+    jobs = [{"name": "a", "template": "chat", "duration": "2 d"}, {"name": "b", "template": "chat", "duration": "2 d"}]
+    data = scenario(jobs, cluster) | {"failures": {"enabled": True, "rate_scale": 100, "seed": 4,
+                                                   "custom_rates": {"faulty-gpu": 0.002}}}
+    data["jobs"]["templates"]["chat"] = CHAT | {"replicas": 4}
+    r = run_dict(data)
+    assert r.run.failures > 0 and all(j.interruptions > 0 for j in r.jobs)
+    assert all(j.status == "finished" and j.end_s > 2 * 86400.0 for j in r.jobs)
+    assert r.utilisation.gpu_hours_allocated == pytest.approx(r.utilisation.gpu_hours_jobs)

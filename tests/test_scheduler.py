@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from twin.operations.scheduler import FairShare, Hold, Need, Policy, Pool, Running, Waiting, order, schedule
+from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Waiting, order,
+                                       place_service, release_slot, schedule)
 
 GPN = 8
 
@@ -99,3 +100,25 @@ def test_usage_decays_with_its_half_life():
     fair.advance(101.0, {})
     assert fair.usage["a"] == pytest.approx(first / 2)
     assert math.isclose(fair.factor("a"), 0.5)          # alone, it used everything of an equal share
+
+
+def test_mig_instances_fill_split_gpus_of_their_profile_before_splitting_new_ones():
+    p, parts = pool([0, 0]), Partitions()
+    first = place_service(p, parts, 5, 1, "2g.20gb", 3, "topology")
+    assert sum(s.count for s in first) == 5 and len({s.gpu for s in first}) == 2       # 3 + 2 on two GPUs
+    second = place_service(p, parts, 1, 1, "2g.20gb", 3, "topology")
+    assert len(second) == 1 and second[0].gpu in {s.gpu for s in first}               # the free third instance
+    other = place_service(p, parts, 1, 1, "1g.10gb", 7, "topology")
+    assert other[0].gpu not in {s.gpu for s in first}                                # another profile, another GPU
+    assert sum(p.free) == 2 * GPN - 3
+    for slot in first + second + other:
+        release_slot(p, parts, slot)
+    assert p.free == [GPN, GPN] and not parts.gpus
+
+
+def test_a_service_takes_all_its_replicas_or_nothing():
+    p, parts = pool([0, 0], busy={0: 6, 1: 6}), Partitions()
+    assert place_service(p, parts, 6, 2, None, 1, "topology") is None                 # three replicas of 2 GPUs
+    assert p.free == [2, 2]
+    slots = place_service(p, parts, 4, 2, None, 1, "topology")
+    assert sorted(s.node for s in slots) == [0, 1] and p.free == [0, 0]

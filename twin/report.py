@@ -252,10 +252,10 @@ def operations_summary(record: dict[str, Any]) -> str:
     """The terminal summary of a cluster-operations record (``OperationsResult.to_dict()``)."""
     r = record
     u, w, p, f, e = r["utilisation"], r["wait_s"], r["power"], r["failures"], r["energy"]
-    site = r["country"]
+    site, units = r["country"], r["scalable_units"]
     out = [f"twin — {r['scenario']}", ""]
     out.append(f"Cluster       {r['nodes']:,} nodes of {r['gpus_per_node']} GPUs ({r['gpus_total']:,} GPUs), "
-               f"{r['spare_nodes']} in the spare pool; {r['topology']}, {r['scalable_units']} scalable units of "
+               f"{r['spare_nodes']} in the spare pool; {r['topology']}, {units} scalable unit{'s' * (units != 1)} of "
                f"{r['nodes_per_su']}, 1:{r['oversubscription']:g}")
     out.append(f"Scheduler     {r['policy']}, {r['placement']} placement; {r['jobs_submitted']:,} jobs over "
                f"{fmt_duration(r['makespan_s'])} (horizon {fmt_duration(r['horizon_s'])})")
@@ -270,6 +270,11 @@ def operations_summary(record: dict[str, Any]) -> str:
                f"{_spread(r['slowdown'], _times)}")
     out.append(f"Placement     step time over packed: mean {_times(r['step_slowdown']['mean'] or 1.0)}; jobs over "
                f"several units P50/P90/P99 {_spread(r['step_slowdown_spanning'], _times)}")
+    for name, svc in r["services"].items():
+        on = f"{svc['devices']:,} MIG {svc['profile']} instances on {svc['gpus']:,} GPUs" if svc["profile"] else \
+            f"{svc['gpus']:,} GPUs"
+        out.append(f"Serving       {name}: {svc['replicas']:,} replicas on {on}; {svc['requests_per_s']:,.2f} requests/s, "
+                   f"p99 TTFT {fmt_duration(svc['ttft_p99_s'])}, SLO {'met' if svc['slo_met'] else 'NOT met'}")
     if f["enabled"]:
         out.append(f"Failures      {f['node_failures']:,} node failures, {f['interruptions']:,} job interruptions; "
                    f"{f['replacements']:,} failed nodes replaced ({f['spare_swaps']:,} from the spare pool); "

@@ -21,6 +21,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import FabricSummary
 from twin.operations.accounting import Accounts, Charge
 from twin.operations.cluster import ClusterRun, JobOutcome
+from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Quantiles, Timeline, Utilisation, Waits
 from twin.power.assess import PowerAssessment
 from twin.power.serving import ServingPower
@@ -440,6 +441,7 @@ class OperationsResult:
     carbon_aware: CarbonAware | None
     failures_enabled: bool
     country: str
+    services: dict[str, Service] = field(default_factory=dict)    # serving templates the jobs ran
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -545,6 +547,8 @@ def operations_record(r: OperationsResult) -> dict[str, Any]:
                      "gpus_busy": list(t.gpus_busy), "queued": list(t.queued), "running": list(t.running),
                      "fragmented_gpus": list(t.fragmented_gpus), "facility_w": list(t.facility_w),
                      "facility_peak_w": list(t.facility_peak_w)},
+        "services": {name: _plain(svc) | {"devices": svc.devices, "gpus": svc.gpus}
+                     for name, svc in r.services.items()},
         "simulation": {"events": run.events, "steps_priced": run.steps_priced},
         "jobs": [_job(j, ch) for j, ch in zip(run.jobs, a.jobs)],
         "warnings": list(r.warnings),

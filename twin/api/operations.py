@@ -14,26 +14,29 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, site_of
+from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
-from twin.calibration import Efficiency
+from twin.calibration import Efficiency, ServingEfficiency
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric, cluster_graph
 from twin.operations.accounting import Accounts, account, country_grids, idle_tail_kg
 from twin.operations.cluster import CarbonPolicy, ClusterRun, OperationsSpec, simulate_cluster
-from twin.operations.jobs import GeneratorSpec, JobRequest, Shape, generate
+from twin.operations.jobs import GeneratorSpec, JobRequest, Service, Shape, generate
 from twin.operations.metrics import completion, power_use, timeline, utilisation, waits
 from twin.operations.scheduler import Policy
 from twin.operations.steps import StepTimes
 from twin.operations.traces import read_trace
 from twin.power.country import country
-from twin.power.devices import node_power
+from twin.power.devices import gpu_power, node_power
+from twin.power.serving import device_avg_w
 from twin.power.hourly import CarbonClock, hourly_shape
 from twin.power.infrastructure import infrastructure
 from twin.results import CarbonAware, OperationsResult
-from twin.scenario import Jobs, Scenario, Training
+from twin.scenario import Jobs, Scenario, Serving, Training
+from twin.serving.deployment import memory_problem, replica
+from twin.serving.deployment import simulate as serve
 from twin.units import fmt_duration
 
 
@@ -77,15 +80,48 @@ class _Shapes:
             return False
 
 
+def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficiency, where: str) -> Service:
+    """A serving section as a job runs it: its replicas, and their steady state at its load (the serving twin)."""
+    spec = serving_spec_of(sv)
+    rep = replica(spec, cluster, ServingEfficiency.calibrated(), efficiency, where)
+    if rep.profile is None and rep.devices > cluster.node.gpus:
+        raise ScenarioError(f"{where}.parallelism", f"a replica of {rep.devices} GPUs spans nodes; a serving job's "
+                            f"replicas run within one node of {cluster.node.gpus} GPUs")
+    problem = memory_problem(spec, rep.memory)
+    if problem:
+        raise ScenarioError(where, f"does not fit: {problem}")
+    run = serve(spec, rep)
+    device = gpu_power(rep.gpu, cluster.gpu_power_cap_w)
+    span = device.limit_w - device.idle_w
+    activity = (device_avg_w(rep.gpu, run.engine, cluster.gpu_power_cap_w) - device.idle_w) / span if span else 0.0
+    return Service(template=name, replicas=rep.replicas, devices_per_replica=rep.devices,
+                   profile=rep.profile.name if rep.profile else None,
+                   instances_per_gpu=rep.profile.instances if rep.profile else 1,
+                   compute_share=rep.profile.compute_fraction if rep.profile else 1.0, activity=activity,
+                   requests_per_s=run.requests_per_s, output_tokens_per_s=run.output_tokens_per_s,
+                   ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met)
+
+
 def _message(exc: ScenarioError) -> str:
     return str(exc)[len(exc.field) + 2:] if exc.field else str(exc)
 
 
-def _listed(jobs: Jobs, shapes: _Shapes, gpn: int, work_gpus: int, warnings: list[str]) -> list[JobRequest]:
+def _listed(jobs: Jobs, shapes: _Shapes, services: dict[str, Service], gpn: int, work_gpus: int,
+            warnings: list[str]) -> list[JobRequest]:
     out = []
     for i, job in enumerate(jobs.list):
         where = f"jobs.list[{i}]"
         template = job.template or f"list[{i}]"
+        section = job.serving or job.training or jobs.templates[template]
+        if isinstance(section, Serving):
+            if template not in services:
+                services[template] = _service(template, section, shapes.cluster, shapes.efficiency,
+                                              f"{where}.serving" if job.serving else f"jobs.templates.{template}")
+            out.append(JobRequest(name=job.name or f"job-{i + 1}", tenant=job.tenant, submit_s=job.submit,
+                                  template=template, gpus=services[template].gpus, duration_s=job.duration,
+                                  priority=job.priority, time_limit_s=job.time_limit or math.inf,
+                                  deferrable=job.deferrable, origin="list"))
+            continue
         if job.training is not None:
             shapes.templates[template] = job.training
         gpus = job.gpus if job.gpus is not None else job.nodes * gpn
@@ -109,15 +145,20 @@ def _listed(jobs: Jobs, shapes: _Shapes, gpn: int, work_gpus: int, warnings: lis
     return out
 
 
+def _training(jobs: Jobs) -> list[str]:
+    """The training templates: generated and trace jobs draw among them."""
+    return [name for name, t in jobs.templates.items() if isinstance(t, Training)]
+
+
 def _mix(jobs: Jobs, shapes: _Shapes, gpus: int) -> tuple[tuple[str, float], ...]:
-    """Templates a size may run, with their weights (``jobs.mix``, equal by default)."""
-    weights = jobs.mix or {name: 1.0 for name in jobs.templates}
+    """Training templates a size may run, with their weights (``jobs.mix``, equal by default)."""
+    weights = jobs.mix or {name: 1.0 for name in _training(jobs)}
     return tuple((name, w) for name, w in weights.items() if shapes.runs(name, gpus))
 
 
 def _why_none(jobs: Jobs, shapes: _Shapes, gpus: int) -> str:
     reasons = []
-    for name in (jobs.mix or jobs.templates):
+    for name in (jobs.mix or _training(jobs)):
         try:
             shape = shapes.get(name, gpus)
             reasons.append(f"{name} needs {shape.memory_bytes / 2**30:.0f} GiB per GPU")
@@ -153,9 +194,10 @@ def _traced(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Generato
             too_big += 1
             continue
         if row.template is not None:
-            if row.template not in jobs.templates:
-                raise ScenarioError("jobs.trace", f"'{jobs.trace}', line {row.line}, column template: unknown "
-                                    f"template {row.template!r}; templates: {', '.join(jobs.templates)}")
+            if row.template not in shapes.templates:
+                raise ScenarioError("jobs.trace", f"'{jobs.trace}', line {row.line}, column template: "
+                                    f"{row.template!r} is not a training template; training templates: "
+                                    f"{', '.join(_training(jobs))}")
             if not shapes.runs(row.template, row.gpus):
                 raise ScenarioError("jobs.trace", f"'{jobs.trace}', line {row.line}: template {row.template} does "
                                     f"not run on {row.gpus} GPUs: {_why_none(jobs, shapes, row.gpus)}")
@@ -186,9 +228,10 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     efficiency = Efficiency.calibrated(scenario.efficiency)
     gpn, work_gpus = cluster.node.gpus, cluster.work_gpus
     warnings: list[str] = []
-    shapes = _Shapes(cluster, efficiency, dict(jb.templates), {}, {})
+    shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
+    services: dict[str, Service] = {}
     seeds = np.random.SeedSequence(jb.seed).spawn(3)
-    requests = _listed(jb, shapes, gpn, work_gpus, warnings)
+    requests = _listed(jb, shapes, services, gpn, work_gpus, warnings)
     if jb.generator is not None:
         requests += _generated(jb, shapes, work_gpus, np.random.default_rng(seeds[0]))
     if jb.trace is not None:
@@ -230,7 +273,8 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     shape_of = {key: shape for key, shape in shapes.built.items()}
 
     def play(with_spec: OperationsSpec, clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
-        run = simulate_cluster(cluster, steps, requests, shape_of, with_spec, failures, power, infra.total_w, clock)
+        run = simulate_cluster(cluster, steps, requests, shape_of, services, with_spec, failures, power, infra.total_w,
+                               clock)
         return run, account(run, site.pue, grids, carbon.start_month, site.gpu_hour_price)
 
     run, accounts = play(spec, site_clock)
@@ -271,4 +315,4 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         horizon_s=jb.horizon, seed=jb.seed, run=run, accounts=accounts, waits=waits(run.jobs),
         completion=completion(run.jobs), utilisation=utilisation(run), power=use, timeline=timeline(run, site.pue),
         carbon_hourly={g.code: g.hourly for g in grids}, carbon_aware=aware, failures_enabled=failures is not None,
-        country=grids[0].code, warnings=warnings, sources=sources)
+        country=grids[0].code, services=services, warnings=warnings, sources=sources)

@@ -46,11 +46,11 @@ import simpy
 
 from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
 from twin.engine.job import interval_iterations
-from twin.engine.step import StepBreakdown
 from twin.engine.storage import CheckpointCost, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
-from twin.operations.jobs import JobRequest, Shape, allocated_gpus, nodes_needed
-from twin.operations.scheduler import FairShare, Hold, Need, Policy, Pool, Running, Waiting, schedule
+from twin.operations.jobs import JobRequest, Service, Shape, allocated_gpus, nodes_needed
+from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Slot, Waiting,
+                                       place_service, release_slot, schedule)
 from twin.operations.steps import StepTimes, Traffic
 from twin.power.devices import NodePower
 from twin.power.energy import step_power
@@ -100,7 +100,7 @@ class JobOutcome:
     origin: str
     gpus: int                        # asked for
     gpus_used: int                   # by its plan
-    gpus_allocated: int              # held (whole nodes for a multi-node job)
+    gpus_allocated: float            # held: whole nodes for a multi-node job, a GPU's share per MIG instance
     submit_s: float
     release_s: float                 # entered the queue (after a carbon-aware hold or at its reservation)
     carbon_hold_s: float             # held by the carbon-aware policy
@@ -177,10 +177,11 @@ class ClusterRun:
 class _Job:
     index: int
     req: JobRequest
-    shape: Shape
+    shape: Shape | None              # a training job's
+    service: Service | None          # a serving job's
     need: Need
-    iterations: float                # steps of work (fractional: the last one partly)
-    packed: StepBreakdown
+    iterations: float                # steps of work (fractional: the last one partly); a service's seconds
+    packed_step_s: float
     checkpoint: CheckpointCost
     interval: int                    # steps between checkpoints
     release_s: float
@@ -188,6 +189,10 @@ class _Job:
     carbon_hold_s: float = 0.0
     phase: str = QUEUED
     nodes: list[int] = field(default_factory=list)
+    slots: list[tuple[Slot, float]] = field(default_factory=list)     # a serving job's allocation, since when
+    held_gpus: float = 0.0
+    busy_gpus: float = 0.0           # counted in the cluster's training GPUs while it trains
+    gpu_seconds: float = 0.0
     placement: tuple[int, ...] = ()
     first_placement: tuple[int, ...] | None = None
     scalable_units: int = 0
@@ -220,16 +225,30 @@ class _Job:
     ready: simpy.Event | None = None
 
     @property
-    def allocated(self) -> int:
-        return len(self.nodes) * self.need.gpus
+    def allocated(self) -> float:
+        return self.held_gpus
+
+    @property
+    def compute_gpus(self) -> float:
+        """GPUs' worth of compute it uses: its plan's GPUs, or its devices' share of their GPUs (a MIG
+        instance of c slices: c/7)."""
+        if self.service is None:
+            return self.gpus_used
+        return sum(slot.count for slot, _ in self.slots) * self.service.compute_share
+
+    @property
+    def gpus_used(self) -> float:
+        """GPUs its plan uses (a service: the GPUs its devices fill)."""
+        return self.held_gpus if self.service is not None else min(self.shape.plan.gpus, self.held_gpus)
 
 
 class _Cluster:
     """The state of one run and its SimPy processes."""
 
     def __init__(self, cluster: ClusterSpec, steps: StepTimes, jobs: list[JobRequest],
-                 shapes: dict[tuple[str, int], Shape], spec: OperationsSpec, failures: FailurePolicy | None,
-                 node_power: NodePower, infrastructure_w: float, site_clock: CarbonClock | None):
+                 shapes: dict[tuple[str, int], Shape], services: dict[str, Service], spec: OperationsSpec,
+                 failures: FailurePolicy | None, node_power: NodePower, infrastructure_w: float,
+                 site_clock: CarbonClock | None):
         self.cluster, self.spec = cluster, spec
         self.env = simpy.Environment()
         self.rng = np.random.default_rng(spec.seed)
@@ -251,8 +270,11 @@ class _Cluster:
             self.pool.set_usable(n, False)
         self.down: set[int] = set()
         self.on_node: dict[int, set[int]] = {}
-        self.jobs = [self._job(i, req, shapes[(req.template, req.gpus)], site_clock) for i, req in enumerate(jobs)]
-        self.queue: dict[int, Waiting] = {}          # in release order
+        self.parts = Partitions()
+        self.jobs = [self._service(i, req, services[req.template], site_clock) if req.template in services
+                     else self._job(i, req, shapes[(req.template, req.gpus)], site_clock) for i, req in enumerate(jobs)]
+        self.queue: dict[int, Waiting] = {}          # training jobs, in release order
+        self.service_queue: dict[int, _Job] = {}     # serving jobs, in release order
         self.needs: Counter[Need] = Counter()        # what the waiting jobs need
         self.running: dict[int, _Job] = {}
         self.waiting_nodes: list[_Job] = []
@@ -293,17 +315,28 @@ class _Cluster:
         interval = interval_iterations(shape.checkpoint.interval_s, packed.step_s, cost, mtbf)
         ideal = iterations * packed.step_s
         need = Need(nodes, self.gpn) if req.gpus > self.gpn else Need(1, req.gpus)
-        release = req.submit_s
+        return self._queued(_Job(index, req, shape, None, need, iterations, packed.step_s, cost, interval,
+                                 req.submit_s, min(req.time_limit_s, ideal)), site_clock)
+
+    def _service(self, index: int, req: JobRequest, service: Service, site_clock: CarbonClock | None) -> _Job:
+        """A serving job: its work is the seconds it serves; nothing to checkpoint, a restart reloads it."""
+        nothing = CheckpointCost(0.0, 1.0, 1.0, 0.0, 0.0, 0.0, False)
+        return self._queued(_Job(index, req, None, service, Need(1, service.devices_per_replica), req.duration_s, 1.0,
+                                 nothing, 1, req.submit_s, min(req.time_limit_s, req.duration_s)), site_clock)
+
+    def _queued(self, job: _Job, site_clock: CarbonClock | None) -> _Job:
+        """When the job enters its queue: at submit, or later when the carbon-aware policy holds it."""
+        req = job.req
         if req.deferrable and site_clock is not None and self.spec.carbon.aware:
-            release = cleanest_start(site_clock, req.submit_s, ideal, self.spec.carbon.max_delay_s)
-        estimate = min(req.time_limit_s, ideal)
-        return _Job(index, req, shape, need, iterations, packed, cost, interval, release, estimate,
-                    release - req.submit_s)
+            job.release_s = cleanest_start(site_clock, req.submit_s, job.iterations * job.packed_step_s,
+                                           self.spec.carbon.max_delay_s)
+            job.carbon_hold_s = job.release_s - req.submit_s
+        return job
 
     # -- records -------------------------------------------------------------------------------
     def _row(self) -> None:
         now = self.env.now
-        row = (now, self.allocated, self.busy, len(self.queue), len(self.running),
+        row = (now, self.allocated, self.busy, len(self.queue) + len(self.service_queue), len(self.running),
                self.base_it_w + self.dynamic_w, self.fragmented)
         if self.rows and self.rows[-1][0] == now:
             self.rows[-1] = row
@@ -320,9 +353,11 @@ class _Cluster:
             watts = dynamic = 0.0
         else:
             gpu = self.node_power.gpu
-            activity = (self._train_activity(job) if job.phase == TRAIN
-                        else gpu.activity["restart" if job.phase == RESTART else "idle"])
-            dynamic = min(job.shape.plan.gpus, job.allocated) * self.dynamic_per_gpu_w * activity
+            if job.phase == TRAIN:
+                activity = job.service.activity if job.service is not None else self._train_activity(job)
+            else:
+                activity = gpu.activity["restart" if job.phase == RESTART else "idle"]
+            dynamic = job.compute_gpus * self.dynamic_per_gpu_w * activity
             watts = job.allocated * self.idle_per_gpu_w + dynamic
         self.dynamic_w += dynamic - job.dynamic_w
         job.power_w, job.dynamic_w, job.power_since_s = watts, dynamic, now
@@ -352,6 +387,9 @@ class _Cluster:
         job.mark_s = now
 
     def _set_speed(self, job: _Job) -> None:
+        if job.service is not None:                         # a second of service per second
+            job.step_s = job.rate = 1.0
+            return
         job.step_s = self.steps.step_s(job.shape, job.placement, job.share)
         stall = job.checkpoint.stall_s if job.interval < 2**62 else 0.0
         job.rate = 1.0 / (job.step_s + stall / job.interval)
@@ -378,10 +416,11 @@ class _Cluster:
         now = self.env.now
         self._advance(job)
         if job.phase == TRAIN:
-            self.busy -= job.shape.plan.gpus
+            self.busy -= job.busy_gpus
         job.phase, job.phase_since_s = phase, now
         if phase == TRAIN:
-            self.busy += job.shape.plan.gpus
+            job.busy_gpus = job.gpus_used
+            self.busy += job.busy_gpus
         was_crossing = job.index in self.crossing
         is_crossing = phase == TRAIN and job.traffic is not None
         if is_crossing:
@@ -402,13 +441,54 @@ class _Cluster:
         for n in nodes:
             job.spans[n] = now
             self.on_node.setdefault(n, set()).add(job.index)
-        self.allocated += len(nodes) * job.need.gpus
-        self.held[job.req.tenant] = self.held.get(job.req.tenant, 0) + len(nodes) * job.need.gpus
+        self._hold(job, len(nodes) * job.need.gpus)
         job.nodes += nodes
         self._row()
 
+    def _hold(self, job: _Job, gpus: float) -> None:
+        """The job holds ``gpus`` more (or fewer) GPUs from now."""
+        job.held_gpus += gpus
+        self.allocated += gpus
+        self.held[job.req.tenant] = self.held.get(job.req.tenant, 0) + gpus
+
+    def _assign_slots(self, job: _Job, slots: list[Slot]) -> None:
+        """A serving job takes its slots (already taken from the pool)."""
+        now = self.env.now
+        for slot in slots:
+            if slot.node not in job.spans:
+                job.spans[slot.node] = now
+                job.nodes.append(slot.node)
+            self.on_node.setdefault(slot.node, set()).add(job.index)
+            job.slots.append((slot, now))
+            self._hold(job, self._gpus_of(job, slot))
+        self._row()
+
+    def _gpus_of(self, job: _Job, slot: Slot) -> float:
+        return slot.count if slot.gpu < 0 else slot.count / job.service.instances_per_gpu
+
+    def _release_slots(self, job: _Job, node: int) -> int:
+        """A serving job lets go of its slots on ``node``; returns the devices freed."""
+        freed = 0
+        for held in [h for h in job.slots if h[0].node == node]:
+            slot, since = held
+            release_slot(self.pool, self.parts, slot)
+            job.slots.remove(held)
+            gpus = self._gpus_of(job, slot)
+            job.gpu_seconds += gpus * (self.env.now - since)
+            self._hold(job, -gpus)
+            freed += slot.count
+        job.closed_spans.append(NodeSpan(node, job.spans.pop(node), self.env.now))
+        job.nodes.remove(node)
+        self.on_node[node].discard(job.index)
+        self._row()
+        return freed
+
     def _place(self, job: _Job) -> None:
         """The job's placement class and traffic on the pools, once it holds all its nodes."""
+        if job.service is not None:
+            job.scalable_units = len({int(self.steps.node_su[n]) for n in job.nodes})
+            job.first_placement = ()
+            return
         cls, sus = self.steps.classify(tuple(sorted(job.nodes)), job.req.gpus)
         job.placement, job.scalable_units = cls, len(sus)
         if job.first_placement is None:
@@ -417,18 +497,24 @@ class _Cluster:
 
     def _used_nodes(self, job: _Job) -> list[int]:
         """The nodes the job's ranks run on (in rank order); a multi-node plan may leave the last ones idle."""
+        if job.service is not None:
+            return job.nodes
         return sorted(job.nodes)[:-(-job.shape.plan.gpus // self.gpn)]
 
-    def _release(self, job: _Job, node: int) -> None:
-        """The job lets go of ``node`` (a node in repair stays out of the scheduler's use)."""
+    def _release(self, job: _Job, node: int) -> int:
+        """The job lets go of ``node`` (a node in repair stays out of the scheduler's use); returns what it
+        lost there: one node, or a serving job's devices."""
         now = self.env.now
+        if job.service is not None:
+            return self._release_slots(job, node)
+        job.gpu_seconds += job.need.gpus * (now - job.spans[node])
         job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
         job.nodes.remove(node)
         self.on_node[node].discard(job.index)
-        self.allocated -= job.need.gpus
-        self.held[job.req.tenant] -= job.need.gpus
+        self._hold(job, -job.need.gpus)
         self.pool.give([node], job.need.gpus)
         self._row()
+        return 1
 
     def _replacement(self, job: _Job) -> int | None:
         """A node for a job that lost one: the scheduler's (in the job's SUs if it can), else a spare."""
@@ -452,23 +538,54 @@ class _Cluster:
     def _refill(self) -> None:
         """Jobs waiting for a node take the free ones first."""
         for job in list(self.waiting_nodes):
+            if job.service is not None:
+                slots = self._service_slots(job, job.missing)
+                if slots is None:
+                    continue
+                self._assign_slots(job, slots)
+                job.missing = 0
+                self.replacements += 1
             while job.missing:
                 node = self._replacement(job)
                 if node is None:
-                    return
+                    break
                 self._assign(job, [node])
                 job.missing -= 1
                 self.replacements += 1
+            if job.missing:
+                continue
             self._place(job)
             self.waiting_nodes.remove(job)
             if job.ready is not None and not job.ready.triggered:
                 job.ready.succeed()
+
+    def _service_slots(self, job: _Job, devices: int) -> list[Slot] | None:
+        """Slots for ``devices`` of a serving job (taken from the pool), or None; a spare node joins the
+        pool when nothing else is free."""
+        svc = job.service
+        while True:
+            slots = place_service(self.pool, self.parts, devices, svc.devices_per_replica, svc.profile,
+                                  svc.instances_per_gpu, self.spec.policy.placement)
+            if slots is not None or not self.spares or job.start_s is None:
+                return slots
+            node = self.spares.pop(0)
+            self.pool.set_usable(node, True)
+            self.spare_swaps += 1
 
     # -- scheduling ----------------------------------------------------------------------------
     def _schedule(self) -> None:
         now = self.env.now
         if self.spec.policy.name == "priority":
             self.fair.advance(now, self.held)
+        for job in list(self.service_queue.values()):     # serving jobs first, each as soon as it fits
+            slots = self._service_slots(job, job.service.devices)
+            if slots is not None:
+                del self.service_queue[job.index]
+                self._begin(job)
+                self._assign_slots(job, slots)
+                self._place(job)
+                self._enter_phase(job, TRAIN)
+                job.process = self.env.process(self._run(job))
         def running() -> list[Running]:
             return [Running(self._estimated_end(j), tuple(j.nodes), j.need.gpus) for j in self.running.values()]
 
@@ -508,15 +625,18 @@ class _Cluster:
         self.needs[job.need] -= 1
         if not self.needs[job.need]:
             del self.needs[job.need]
+        self._begin(job)
+        self._assign(job, nodes)
+        self._place(job)
+        self._enter_phase(job, TRAIN)
+        job.process = self.env.process(self._run(job))
+
+    def _begin(self, job: _Job) -> None:
         self.running[job.index] = job
         now = self.env.now
         job.start_s = now
         job.deadline_s = now + job.req.time_limit_s
         job.mark_s = now
-        self._assign(job, nodes)
-        self._place(job)
-        self._enter_phase(job, TRAIN)
-        job.process = self.env.process(self._run(job))
 
     # -- processes -----------------------------------------------------------------------------
     def _arrivals(self):
@@ -530,18 +650,22 @@ class _Cluster:
                 yield env.timeout(t - env.now)
             while i < len(ordered) and ordered[i].release_s == t:
                 job = ordered[i]
+                i += 1
+                if job.service is not None:
+                    self.service_queue[job.index] = job
+                    continue
                 hero = self.hold is not None and job.index == self.hold.index
                 self.queue[job.index] = Waiting(job.index, job.need, job.estimate_s,
                                                 math.inf if hero else job.req.priority, job.req.tenant, job.release_s)
                 self.needs[job.need] += 1
-                i += 1
             self.events += 1
             self._schedule()
         self.arrived = True
         self._check_done()
 
     def _check_done(self) -> None:
-        if self.arrived and not self.running and not self.queue and not self.done.triggered:
+        if (self.arrived and not self.running and not self.queue and not self.service_queue
+                and not self.done.triggered):
             self.done.succeed()
 
     def _run(self, job: _Job):
@@ -595,8 +719,7 @@ class _Cluster:
             job.lost_work_s += (job.done - durable) * job.step_s
             job.done = durable
         if component.replace and node in job.nodes:
-            self._release(job, node)
-            job.missing += 1
+            job.missing += self._release(job, node)
             if job not in self.waiting_nodes:
                 self.waiting_nodes.append(job)
             self._refill()
@@ -686,6 +809,9 @@ class _Cluster:
                 self.seg.append((job.index, job.power_since_s, now, job.power_w))
             for node in list(job.spans):
                 job.closed_spans.append(NodeSpan(node, job.spans[node], now))
+                if job.service is None:
+                    job.gpu_seconds += job.need.gpus * (now - job.spans[node])
+            job.gpu_seconds += sum(self._gpus_of(job, slot) * (now - since) for slot, since in job.slots)
         self._row()
         rows = np.array(self.rows, dtype=float) if self.rows else np.zeros((0, 7))
         series = Series(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6])
@@ -700,17 +826,19 @@ class _Cluster:
     def _outcome(self, job: _Job) -> JobOutcome:
         return JobOutcome(
             name=job.req.name, tenant=job.req.tenant, template=job.req.template, origin=job.req.origin,
-            gpus=job.req.gpus, gpus_used=job.shape.plan.gpus, gpus_allocated=allocated_gpus(job.req.gpus, self.gpn),
+            gpus=job.req.gpus, gpus_used=job.shape.plan.gpus if job.service is None else job.req.gpus,
+            gpus_allocated=(allocated_gpus(job.req.gpus, self.gpn) if job.service is None
+                            else job.service.devices / job.service.instances_per_gpu),
             submit_s=job.req.submit_s, release_s=job.release_s, carbon_hold_s=job.carbon_hold_s,
             start_s=job.start_s, end_s=job.end_s,
             status=job.status, iterations=job.iterations, iterations_done=job.done,
-            packed_step_s=job.packed.step_s, ideal_s=job.iterations * job.packed.step_s,
-            mean_step_s=job.step_time_integral / job.train_s if job.train_s > 0 else job.packed.step_s,
+            packed_step_s=job.packed_step_s, ideal_s=job.iterations * job.packed_step_s,
+            mean_step_s=job.step_time_integral / job.train_s if job.train_s > 0 else job.packed_step_s,
             placement=job.first_placement or (), scalable_units=job.scalable_units,
             interruptions=job.interruptions, lost_work_s=job.lost_work_s, restart_s=job.restart_s,
             repair_wait_s=job.repair_wait_s,
             node_spans=tuple(sorted(job.closed_spans, key=lambda s: (s.start_s, s.node))),
-            gpu_hours=sum(s.end_s - s.start_s for s in job.closed_spans) * job.need.gpus / SECONDS_PER_HOUR,
+            gpu_hours=job.gpu_seconds / SECONDS_PER_HOUR,
             reserved_start_s=job.reserved_start_s,
         )
 
@@ -728,9 +856,11 @@ def cleanest_start(clock: CarbonClock, submit_s: float, duration_s: float, max_d
 
 
 def simulate_cluster(cluster: ClusterSpec, steps: StepTimes, jobs: list[JobRequest],
-                     shapes: dict[tuple[str, int], Shape], spec: OperationsSpec, failures: FailurePolicy | None,
-                     node_power: NodePower, infrastructure_w: float,
+                     shapes: dict[tuple[str, int], Shape], services: dict[str, Service], spec: OperationsSpec,
+                     failures: FailurePolicy | None, node_power: NodePower, infrastructure_w: float,
                      site_clock: CarbonClock | None = None) -> ClusterRun:
     """Play ``jobs`` on the cluster under ``spec`` with step times from ``steps`` (its cache may serve
-    several runs); the same inputs give the same run."""
-    return _Cluster(cluster, steps, jobs, shapes, spec, failures, node_power, infrastructure_w, site_clock).run()
+    several runs); training jobs run their ``shapes``, serving jobs their ``services``; the same inputs give
+    the same run."""
+    return _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
+                    site_clock).run()

@@ -1,7 +1,9 @@
 """The jobs a shared cluster runs: what each asks for, when, and how much work it holds.
 
 A job names a *template* (a training section of the scenario), a tenant, a submit
-time and a size in GPUs. Its work is a number of steps: the template's tokens, or,
+time and a size in GPUs. A serving job names a serving section instead: it holds its
+replicas (whole GPUs, or MIG instances packed onto GPUs) for its duration. A training
+job's work is a number of steps: the template's tokens, or,
 for generated and trace jobs, a *duration*: the time the job would take alone on a
 packed placement without failures, which the cluster turns into steps at that
 placement's step time. The same steps then run wherever the scheduler puts the job,
@@ -51,6 +53,33 @@ class Shape:
     @property
     def key(self) -> tuple[str, int]:
         return self.template, self.gpus
+
+
+@dataclass(frozen=True)
+class Service:
+    """A serving template as a job runs it: replicas on whole GPUs or on MIG instances, and their steady state
+    from the serving twin (its request-level engine at the template's load)."""
+    template: str
+    replicas: int
+    devices_per_replica: int         # GPUs (within one node), or one MIG instance
+    profile: str | None              # MIG profile, or None for whole GPUs
+    instances_per_gpu: int           # instances of the profile on one GPU (1 without MIG)
+    compute_share: float             # a device's share of a GPU's compute (c/7 for a MIG instance)
+    activity: float                  # a device's mean share of its dynamic range while serving
+    requests_per_s: float
+    output_tokens_per_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    slo_met: bool
+
+    @property
+    def devices(self) -> int:
+        return self.replicas * self.devices_per_replica
+
+    @property
+    def gpus(self) -> int:
+        """Whole GPUs the devices fill when packed."""
+        return -(-self.devices // self.instances_per_gpu)
 
 
 @dataclass(frozen=True)

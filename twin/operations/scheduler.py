@@ -27,6 +27,14 @@ or, without one, their remaining work at their current speed (an oracle).
 
 A hero reservation holds a set of nodes for one job from a start time: before it,
 a job that would still run at that time (by its estimate) stays off those nodes.
+
+Serving jobs go through a queue of their own (as a Kubernetes scheduler would take
+them: in order of arrival, each as soon as all its replicas fit), ahead of the
+training queue at every pass, and without reservations. A replica on whole GPUs takes
+GPUs of one node (best fit, or first fit); MIG instances are packed: first on GPUs
+already split into the same profile (the fullest first), then on GPUs newly split,
+taken from the nodes one at a time (``Partitions``). A GPU goes back to the pool when
+its last instance is freed.
 """
 
 from __future__ import annotations
@@ -283,3 +291,73 @@ def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
     return Decision(starts, head.index, shadow)
+
+
+# ---------------------------------------------------------------------------
+# Serving jobs: replicas on whole GPUs, or MIG instances packed onto split GPUs
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Part of a serving job's allocation: ``count`` GPUs of a node, or ``count`` instances of split GPU ``gpu``."""
+    node: int
+    gpu: int                                     # a split GPU's id, or -1 for whole GPUs
+    count: int
+
+
+@dataclass
+class Partitions:
+    """GPUs split into MIG instances, one profile per GPU: node, profile and free instances of each."""
+    gpus: dict[int, list] = field(default_factory=dict)      # id → [node, profile, free, instances per GPU]
+    next_id: int = 0
+
+    def copy(self) -> "Partitions":
+        return Partitions({k: list(v) for k, v in self.gpus.items()}, self.next_id)
+
+
+def place_service(pool: Pool, parts: Partitions, devices: int, per_replica: int, profile: str | None,
+                  instances_per_gpu: int, placement: str) -> list[Slot] | None:
+    """Slots for ``devices`` devices (GPUs in replicas of ``per_replica``, or MIG instances), or None when they do
+    not all fit. ``pool`` and ``parts`` are changed only when they do."""
+    trial, split = pool.copy(), parts.copy()
+    slots: list[Slot] = []
+    if profile is None:
+        for _ in range(devices // per_replica):
+            nodes = trial.choose(Need(1, per_replica), placement)
+            if nodes is None:
+                return None
+            trial.take(nodes, per_replica)
+            slots.append(Slot(nodes[0], -1, per_replica))
+    else:
+        left = devices
+        for gpu, (node, kind, free, _) in sorted(split.gpus.items(), key=lambda kv: (kv[1][2], kv[0])):
+            if left and kind == profile and free:
+                take = min(free, left)
+                split.gpus[gpu][2] -= take
+                slots.append(Slot(node, gpu, take))
+                left -= take
+        while left:
+            nodes = trial.choose(Need(1, 1), placement)
+            if nodes is None:
+                return None
+            trial.take(nodes, 1)
+            take = min(instances_per_gpu, left)
+            split.gpus[split.next_id] = [nodes[0], profile, instances_per_gpu - take, instances_per_gpu]
+            slots.append(Slot(nodes[0], split.next_id, take))
+            split.next_id += 1
+            left -= take
+    pool.free, pool.by_free = trial.free, trial.by_free
+    parts.gpus, parts.next_id = split.gpus, split.next_id
+    return slots
+
+
+def release_slot(pool: Pool, parts: Partitions, slot: Slot) -> None:
+    """Free a slot; a split GPU whose instances are all free goes back to the pool whole."""
+    if slot.gpu < 0:
+        pool.give([slot.node], slot.count)
+        return
+    entry = parts.gpus[slot.gpu]
+    entry[2] += slot.count
+    if entry[2] == entry[3]:
+        del parts.gpus[slot.gpu]
+        pool.give([slot.node], 1)

@@ -81,7 +81,7 @@ class Scenario(Strict):
 # Error messages
 
 # Branch names pydantic puts in an error's location; they are not keys a user wrote.
-_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model"}
+_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "training-template", "serving-template"}
 
 
 def _model_class_at(loc: tuple) -> type[BaseModel] | None:
@@ -176,12 +176,9 @@ def _check_catalog_names(scenario: Scenario) -> None:
     """Catalog names resolve, with a 'did you mean' when they do not."""
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
     if scenario.jobs is not None:
-        for name, template in scenario.jobs.templates.items():
-            if isinstance(template.model, str):
-                catalog.entry("models", template.model, f"jobs.templates.{name}.model")
-        for i, job in enumerate(scenario.jobs.list):
-            if job.training is not None and isinstance(job.training.model, str):
-                catalog.entry("models", job.training.model, f"jobs.list[{i}].training.model")
+        for where, section in _job_sections(scenario.jobs):
+            if isinstance(section.model, str):
+                catalog.entry("models", section.model, f"{where}.model")
     else:
         workload = getattr(scenario, scenario.workload)
         if isinstance(workload.model, str):
@@ -213,13 +210,22 @@ def _check_meaning(scenario: Scenario) -> None:
                             "training jobs; a serving scenario answers the steady state of its replicas")
     if scenario.jobs is not None:
         check_jobs(scenario.jobs)
-        sections = [(f"jobs.templates.{name}", t) for name, t in scenario.jobs.templates.items()]
-        sections += [(f"jobs.list[{i}].training", job.training) for i, job in enumerate(scenario.jobs.list)
-                     if job.training is not None]
-        for where, tr in sections:
-            if isinstance(tr.model, InlineModel):
-                _check_inline_model(tr.model, f"{where}.model")
-            _check_training(tr, where)
+        for where, section in _job_sections(scenario.jobs):
+            if isinstance(section.model, InlineModel):
+                _check_inline_model(section.model, f"{where}.model")
+            if isinstance(section, Training):
+                _check_training(section, where)
+
+
+def _job_sections(jobs: Jobs) -> list[tuple[str, Training | Serving]]:
+    """Every training or serving section of a jobs: scenario, with its key path."""
+    sections = [(f"jobs.templates.{name}", t) for name, t in jobs.templates.items()]
+    for i, job in enumerate(jobs.list):
+        if job.training is not None:
+            sections.append((f"jobs.list[{i}].training", job.training))
+        if job.serving is not None:
+            sections.append((f"jobs.list[{i}].serving", job.serving))
+    return sections
 
 
 def _check_inline_model(m: InlineModel, where: str) -> None:

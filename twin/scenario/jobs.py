@@ -7,12 +7,13 @@ with the same one-line messages.
 """
 
 import typing
-from typing import Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import model_validator
+from pydantic import Discriminator, Tag, model_validator
 
 from twin.errors import ScenarioError, did_you_mean
 from twin.scenario.fields import Flag, Strict, name_text, number, shown
+from twin.scenario.serving import Serving
 from twin.scenario.training import Training
 
 # Limits (docs/scenario.md, "Limits").
@@ -28,6 +29,15 @@ MAX_LISTED_JOBS = 10_000
 MAX_GENERATED_JOBS = 100_000
 
 
+def _template_kind(value: Any) -> str:
+    return "serving-template" if isinstance(value, dict) and "load" in value else "training-template"
+
+
+# A training section, or a serving one (it has a load): a job trains, or serves for its duration.
+Template = Annotated[Union[Annotated[Training, Tag("training-template")], Annotated[Serving, Tag("serving-template")]],
+                     Discriminator(_template_kind)]
+
+
 class Job(Strict):
     """One job of the list: what it runs, how big, when, for whom."""
     name: Name | None = None
@@ -35,6 +45,7 @@ class Job(Strict):
     submit: Time = 0.0
     template: Name | None = None
     training: Training | None = None
+    serving: Serving | None = None         # a deployment that serves for the job's duration
     gpus: GPUs | None = None
     nodes: Nodes | None = None
     duration: Duration | None = None       # the run time alone, packed, without failures (default: its tokens)
@@ -43,11 +54,12 @@ class Job(Strict):
     deferrable: Flag = False
 
     @model_validator(mode="after")
-    def _one_workload_and_size(self) -> "Job":
-        if (self.template is None) == (self.training is None):
-            raise ValueError("write template (a jobs.templates name) or training (a section of its own), one of them")
-        if (self.gpus is None) == (self.nodes is None):
-            raise ValueError("write gpus or nodes, one of them")
+    def _one_workload(self) -> "Job":
+        if sum(x is not None for x in (self.template, self.training, self.serving)) != 1:
+            raise ValueError("write template (a jobs.templates name), training or serving (a section of its own), "
+                             "one of them")
+        if self.gpus is not None and self.nodes is not None:
+            raise ValueError("write gpus or nodes, not both")
         return self
 
 
@@ -103,7 +115,7 @@ class Carbon(Strict):
 
 
 class Jobs(Strict):
-    templates: dict[Name, Training]
+    templates: dict[Name, Template]
     mix: dict[Name, Weight] = {}           # template weights for generated and trace jobs (default: equal)
     generator: Generator | None = None
     trace: name_text(4096) | None = None   # a CSV file (docs/operations.md, "Traces"), relative to the scenario
@@ -129,23 +141,53 @@ class Jobs(Strict):
 
 
 def check_jobs(jobs: Jobs) -> None:
-    """Names that refer to each other: templates, the mix, job names, the reservation."""
+    """Names that refer to each other (templates, the mix, job names, the reservation) and what each kind
+    of job needs: a training job its size, a serving job its replicas and duration."""
     known = ", ".join(jobs.templates)
+    for name, template in jobs.templates.items():
+        if isinstance(template, Serving):
+            _check_service(template, f"jobs.templates.{name}")
     for name in jobs.mix:
         if name not in jobs.templates:
             raise ScenarioError(f"jobs.mix.{name}", f"unknown template{did_you_mean(name, jobs.templates)}; "
                                 f"templates: {known}")
+        if isinstance(jobs.templates[name], Serving):
+            raise ScenarioError(f"jobs.mix.{name}", "a serving template: generated and trace jobs train (their size "
+                                "is in GPUs); list serving jobs in jobs.list")
+    if not jobs.mix and (jobs.generator is not None or jobs.trace is not None) and \
+            all(isinstance(t, Serving) for t in jobs.templates.values()):
+        raise ScenarioError("jobs.templates", "generated and trace jobs need a training template; every template "
+                            "here serves")
     names: set[str] = set()
     for i, job in enumerate(jobs.list):
+        where = f"jobs.list[{i}]"
         if job.template is not None and job.template not in jobs.templates:
-            raise ScenarioError(f"jobs.list[{i}].template", f"unknown template {shown(job.template)}"
+            raise ScenarioError(f"{where}.template", f"unknown template {shown(job.template)}"
                                 f"{did_you_mean(job.template, jobs.templates)}; templates: {known}")
+        if job.serving is not None:
+            _check_service(job.serving, f"{where}.serving")
+        serves = job.serving is not None or isinstance(jobs.templates.get(job.template), Serving)
+        if serves and (job.gpus is not None or job.nodes is not None):
+            raise ScenarioError(f"{where}.{'gpus' if job.gpus is not None else 'nodes'}",
+                                "a serving job's size is its template's replicas; leave gpus and nodes out")
+        if serves and job.duration is None:
+            raise ScenarioError(f"{where}.duration", "is required for a serving job: how long it serves")
+        if not serves and job.gpus is None and job.nodes is None:
+            raise ScenarioError(where, "write gpus or nodes: the size of the training job")
         if job.name is not None:
             if job.name in names:
-                raise ScenarioError(f"jobs.list[{i}].name", f"{shown(job.name)} names an earlier job too; "
+                raise ScenarioError(f"{where}.name", f"{shown(job.name)} names an earlier job too; "
                                     "job names are unique")
             names.add(job.name)
     held = jobs.scheduler.reservation
     if held is not None and held.job not in names:
         raise ScenarioError("jobs.scheduler.reservation.job", f"{shown(held.job)} is not the name of a job of "
                             "jobs.list" + did_you_mean(held.job, sorted(names)))
+
+
+def _check_service(sv: Serving, where: str) -> None:
+    if sv.replicas == "auto":
+        raise ScenarioError(f"{where}.replicas", "auto is not allowed in jobs: write how many replicas the job runs "
+                            "(the cluster is shared)")
+    if sv.compare:
+        raise ScenarioError(f"{where}.compare", "is not allowed in jobs: a job runs one deployment")
