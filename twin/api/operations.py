@@ -230,7 +230,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     warnings: list[str] = []
     shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
     services: dict[str, Service] = {}
-    seeds = np.random.SeedSequence(jb.seed).spawn(3)
+    seeds = np.random.SeedSequence(jb.seed).spawn(2)
     requests = _listed(jb, shapes, services, gpn, work_gpus, warnings)
     if jb.generator is not None:
         requests += _generated(jb, shapes, work_gpus, np.random.default_rng(seeds[0]))
@@ -266,7 +266,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     policy = Policy(jb.scheduler.policy, jb.scheduler.placement, jb.scheduler.depth,
                     tuple(jb.scheduler.fair_share.items()), jb.scheduler.half_life)
     held = jb.scheduler.reservation
-    spec = OperationsSpec(policy=policy, horizon_s=jb.horizon, seed=int(seeds[2].generate_state(1)[0]),
+    spec = OperationsSpec(policy=policy, horizon_s=jb.horizon, seed=scenario.failures.seed,
                           hold=(held.job, held.start) if held else None, power_limit_w=jb.power_limit,
                           carbon=CarbonPolicy(carbon.hourly, carbon.start_month, carbon.aware, carbon.max_delay))
     failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None

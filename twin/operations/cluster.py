@@ -78,7 +78,7 @@ class OperationsSpec:
     """How the cluster is run, in SI units."""
     policy: Policy = Policy()
     horizon_s: float = 365 * 86400.0
-    seed: int = 0
+    seed: int = 0                                # of the failure draws (failures.seed)
     hold: tuple[str, float] | None = None        # (job name, start) of a hero reservation
     power_limit_w: float | None = None           # facility power available
     carbon: CarbonPolicy = CarbonPolicy()
