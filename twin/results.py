@@ -437,7 +437,6 @@ class OperationsResult:
     utilisation: Utilisation
     power: PowerUse
     timeline: Timeline
-    carbon_hourly: dict[str, bool]           # per country: hourly profile (True) or annual average
     carbon_aware: CarbonAware | None
     failures_enabled: bool
     country: str

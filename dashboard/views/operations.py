@@ -20,16 +20,16 @@ PLACEMENTS = {"topology": "topology-aware", "first-fit": "first fit"}
 
 def _what_if(ctx: Context) -> tuple[dict, str | None]:
     """The scheduler policy and placement as page knobs: the result with them applied."""
-    scheduler = ((ctx.raw or {}).get("jobs") or {}).get("scheduler") or {}
+    written = ((ctx.raw or {}).get("jobs") or {}).get("scheduler") or {}
+    current = {"policy": written.get("policy", "backfill"), "placement": written.get("placement", "topology")}
     left, right = st.columns(2)
-    policy = left.selectbox("Scheduler policy", list(POLICIES), format_func=POLICIES.get,
-                            index=list(POLICIES).index(scheduler.get("policy", "backfill")), key="ops.policy")
-    placement = right.selectbox("Placement", list(PLACEMENTS), format_func=PLACEMENTS.get,
-                                index=list(PLACEMENTS).index(scheduler.get("placement", "topology")),
-                                key="ops.placement")
-    changes = {k: v for k, v in (("jobs.scheduler.policy", policy), ("jobs.scheduler.placement", placement))
-               if v != scheduler.get(k.rsplit(".", 1)[1], {"policy": "backfill", "placement": "topology"}[
-                   k.rsplit(".", 1)[1]])}
+    chosen = {
+        "policy": left.selectbox("Scheduler policy", list(POLICIES), format_func=POLICIES.get,
+                                 index=list(POLICIES).index(current["policy"]), key="ops.policy"),
+        "placement": right.selectbox("Placement", list(PLACEMENTS), format_func=PLACEMENTS.get,
+                                     index=list(PLACEMENTS).index(current["placement"]), key="ops.placement"),
+    }
+    changes = {f"jobs.scheduler.{k}": v for k, v in chosen.items() if v != current[k]}
     if not changes:
         return ctx.result, None
     answer = cached.evaluate(core.apply_changes(ctx.raw, changes))

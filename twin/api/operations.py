@@ -17,18 +17,19 @@ import numpy as np
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
 from twin.calibration import Efficiency, ServingEfficiency
+from twin.engine.failures import FailurePolicy
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric, cluster_graph
-from twin.operations.accounting import Accounts, account, country_grids, idle_tail_kg
-from twin.operations.cluster import CarbonPolicy, ClusterRun, OperationsSpec, simulate_cluster
+from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg
+from twin.operations.cluster import ClusterRun, OperationsSpec, simulate_cluster
 from twin.operations.jobs import GeneratorSpec, JobRequest, Service, Shape, generate
 from twin.operations.metrics import completion, power_use, timeline, utilisation, waits
 from twin.operations.scheduler import Policy
 from twin.operations.steps import StepTimes
 from twin.operations.traces import read_trace
-from twin.power.country import country
+from twin.power.country import site_and_compared
 from twin.power.devices import gpu_power, node_power
 from twin.power.serving import device_avg_w
 from twin.power.hourly import CarbonClock, hourly_shape
@@ -221,87 +222,37 @@ def _traced(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Generato
     return out
 
 
-def simulate_operations(scenario: Scenario) -> OperationsResult:
-    """Answer a ``jobs:`` scenario: the jobs on the shared cluster, and what they cost."""
-    jb = scenario.jobs
-    cluster = cluster_of(scenario.cluster)
-    efficiency = Efficiency.calibrated(scenario.efficiency)
-    gpn, work_gpus = cluster.node.gpus, cluster.work_gpus
-    warnings: list[str] = []
-    shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
-    services: dict[str, Service] = {}
-    seeds = np.random.SeedSequence(jb.seed).spawn(2)
-    requests = _listed(jb, shapes, services, gpn, work_gpus, warnings)
-    if jb.generator is not None:
-        requests += _generated(jb, shapes, work_gpus, np.random.default_rng(seeds[0]))
-    if jb.trace is not None:
-        requests += _traced(jb, shapes, work_gpus, np.random.default_rng(seeds[1]), warnings)
-    if not requests:
-        raise ScenarioError("jobs", "no job left to run (see the warnings: every trace job was left out)")
-
-    site = site_of(scenario.site)
-    carbon = jb.carbon
+def _grids(scenario: Scenario, warnings: list[str]) -> list[CountryGrid]:
+    """The site and compared countries: intensity (hour by hour where asked and shipped) and price."""
+    site, carbon = site_of(scenario.site), scenario.jobs.carbon
     codes = [site.country, *site.compare]
     hourly = {}
     if carbon.hourly:
-        for i, code in enumerate(codes):
-            alpha2 = country(code, "site.country" if i == 0 else f"site.compare[{i - 1}]").alpha2
-            hourly[alpha2] = hourly_shape(alpha2)
+        hourly = {place.alpha2: hourly_shape(place.alpha2) for place in site_and_compared(codes)}
         missing = [c for c, shape in hourly.items() if shape is None]
         if missing:
             warnings.append(f"jobs.carbon.hourly: no hourly profile for {', '.join(missing)} (the catalog has "
                             "grid_hourly.yaml rows for a few countries): the annual average is used there")
-    grids = country_grids(codes, hourly, site.carbon_intensity_g_per_kwh, site.electricity_price)
-    site_clock = CarbonClock(grids[0].shape, carbon.start_month) if carbon.aware and grids[0].hourly else None
-    if carbon.aware and site_clock is None:
-        warnings.append("jobs.carbon.aware: the site has no hourly profile (set jobs.carbon.hourly with a country "
-                        "of grid_hourly.yaml): no job is held")
+    return country_grids(codes, hourly, site.carbon_intensity_g_per_kwh, site.electricity_price)
 
-    graph = cluster_graph(cluster)
-    fabric = Fabric(graph, efficiency)
-    summary = CommModel.on_fabric(fabric, cluster, efficiency).summary()
-    infra = infrastructure(cluster, summary)
-    power = node_power(cluster.node, cluster.gpu_power_cap_w)
-    steps = StepTimes(cluster, efficiency, fabric)
-    policy = Policy(jb.scheduler.policy, jb.scheduler.placement, jb.scheduler.depth,
-                    tuple(jb.scheduler.fair_share.items()), jb.scheduler.half_life)
-    held = jb.scheduler.reservation
-    spec = OperationsSpec(policy=policy, horizon_s=jb.horizon, seed=scenario.failures.seed,
-                          hold=(held.job, held.start) if held else None, power_limit_w=jb.power_limit,
-                          carbon=CarbonPolicy(carbon.hourly, carbon.start_month, carbon.aware, carbon.max_delay))
-    failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None
-    shape_of = {key: shape for key, shape in shapes.built.items()}
 
-    def play(with_spec: OperationsSpec, clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
-        run = simulate_cluster(cluster, steps, requests, shape_of, services, with_spec, failures, power, infra.total_w,
-                               clock)
-        return run, account(run, site.pue, grids, carbon.start_month, site.gpu_hour_price)
+def _compared(run: ClusterRun, accounts: Accounts, base_run: ClusterRun, base_accounts: Accounts,
+              grids: list[CountryGrid], pue: float, start_month: int) -> CarbonAware:
+    """The carbon-aware run against the same jobs without the policy, both over the same span of the
+    cluster's life (the idle cluster after the shorter run's end counts too)."""
+    window = max(run.end_s, base_run.end_s)
+    tail = idle_tail_kg(run, pue, grids, start_month, window)
+    base_tail = idle_tail_kg(base_run, pue, grids, start_month, window)
+    kg = {c: v + tail[c] for c, v in accounts.cluster.carbon_kg.items()}
+    base_kg = {c: v + base_tail[c] for c, v in base_accounts.cluster.carbon_kg.items()}
+    held = [j.carbon_hold_s for j in run.jobs if j.carbon_hold_s > 0]
+    return CarbonAware(deferred_jobs=len(held), mean_hold_s=float(np.mean(held)) if held else 0.0, window_s=window,
+                       carbon_kg=kg, baseline_carbon_kg=base_kg, saved_kg={c: base_kg[c] - kg[c] for c in kg},
+                       mean_wait_s=waits(run.jobs).all.mean, baseline_mean_wait_s=waits(base_run.jobs).all.mean,
+                       makespan_s=run.end_s, baseline_makespan_s=base_run.end_s)
 
-    run, accounts = play(spec, site_clock)
-    aware = None
-    if site_clock is not None:
-        base_run, base_accounts = play(replace(spec, carbon=replace(spec.carbon, aware=False)), None)
-        deferred = [j for j in run.jobs if j.carbon_hold_s > 0]
-        window = max(run.end_s, base_run.end_s)            # both over the same span of the cluster's life
-        tail = idle_tail_kg(run, site.pue, grids, carbon.start_month, window)
-        base_tail = idle_tail_kg(base_run, site.pue, grids, carbon.start_month, window)
-        kg = {c: v + tail[c] for c, v in accounts.cluster.carbon_kg.items()}
-        base_kg = {c: v + base_tail[c] for c, v in base_accounts.cluster.carbon_kg.items()}
-        aware = CarbonAware(
-            deferred_jobs=len(deferred),
-            mean_hold_s=float(np.mean([j.carbon_hold_s for j in deferred])) if deferred else 0.0,
-            window_s=window, carbon_kg=kg, baseline_carbon_kg=base_kg,
-            saved_kg={c: base_kg[c] - kg[c] for c in kg},
-            mean_wait_s=waits(run.jobs).all.mean, baseline_mean_wait_s=waits(base_run.jobs).all.mean,
-            makespan_s=run.end_s, baseline_makespan_s=base_run.end_s)
-    unfinished = sum(j.status == "unfinished" for j in run.jobs)
-    if unfinished:
-        warnings.append(f"{unfinished:,} jobs had not finished at the {fmt_duration(jb.horizon)} horizon "
-                        "(jobs.horizon): their waits and energy stop there")
-    use = power_use(run, site.pue, jb.power_limit)
-    if jb.power_limit is not None and use.hours_over_limit > 0:
-        warnings.append(f"facility power above jobs.power_limit for {use.hours_over_limit:,.1f} h "
-                        f"(peak {use.peak_facility_w / 1e6:.2f} MW against {jb.power_limit / 1e6:.2f} MW)")
+
+def _sources(cluster: ClusterSpec, grids: list[CountryGrid], failures: FailurePolicy | None) -> dict[str, str]:
     sources = {"node": cluster.node.source, "gpu": cluster.node.gpu.source}
     for g in grids:
         sources[f"carbon_intensity.{g.code}"] = g.intensity_source + (f", {g.intensity_year}" if g.intensity_year else "")
@@ -310,9 +261,63 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         sources[f"electricity_price.{g.code}"] = g.price_source
     if failures is not None:
         sources["failures"] = failures.profile
+    return sources
+
+
+def simulate_operations(scenario: Scenario) -> OperationsResult:
+    """Answer a ``jobs:`` scenario: the jobs on the shared cluster, and what they cost."""
+    jb, carbon = scenario.jobs, scenario.jobs.carbon
+    cluster = cluster_of(scenario.cluster)
+    efficiency = Efficiency.calibrated(scenario.efficiency)
+    warnings: list[str] = []
+    shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
+    services: dict[str, Service] = {}
+    seeds = np.random.SeedSequence(jb.seed).spawn(2)
+    requests = _listed(jb, shapes, services, cluster.node.gpus, cluster.work_gpus, warnings)
+    if jb.generator is not None:
+        requests += _generated(jb, shapes, cluster.work_gpus, np.random.default_rng(seeds[0]))
+    if jb.trace is not None:
+        requests += _traced(jb, shapes, cluster.work_gpus, np.random.default_rng(seeds[1]), warnings)
+    if not requests:
+        raise ScenarioError("jobs", "no job left to run (see the warnings: every trace job was left out)")
+
+    site = site_of(scenario.site)
+    grids = _grids(scenario, warnings)
+    site_clock = CarbonClock(grids[0].shape, carbon.start_month) if carbon.aware and grids[0].hourly else None
+    if carbon.aware and site_clock is None:
+        warnings.append("jobs.carbon.aware: the site has no hourly profile (set jobs.carbon.hourly with a country "
+                        "of grid_hourly.yaml): no job is held")
+    fabric = Fabric(cluster_graph(cluster), efficiency)
+    summary = CommModel.on_fabric(fabric, cluster, efficiency).summary()
+    infra_w = infrastructure(cluster, summary).total_w
+    power = node_power(cluster.node, cluster.gpu_power_cap_w)
+    steps = StepTimes(cluster, efficiency, fabric)
+    policy = Policy(jb.scheduler.policy, jb.scheduler.placement, jb.scheduler.depth,
+                    tuple(jb.scheduler.fair_share.items()), jb.scheduler.half_life)
+    held = jb.scheduler.reservation
+    spec = OperationsSpec(policy=policy, horizon_s=jb.horizon, seed=scenario.failures.seed,
+                          hold=(held.job, held.start) if held else None, max_delay_s=carbon.max_delay)
+    failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None
+
+    def play(clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
+        run = simulate_cluster(cluster, steps, requests, shapes.built, services, spec, failures, power, infra_w, clock)
+        return run, account(run, site.pue, grids, carbon.start_month, site.gpu_hour_price)
+
+    run, accounts = play(site_clock)
+    aware = None
+    if site_clock is not None:
+        aware = _compared(run, accounts, *play(None), grids, site.pue, carbon.start_month)
+    unfinished = sum(j.status == "unfinished" for j in run.jobs)
+    if unfinished:
+        warnings.append(f"{unfinished:,} jobs had not finished at the {fmt_duration(jb.horizon)} horizon "
+                        "(jobs.horizon): their waits and energy stop there")
+    use = power_use(run, site.pue, jb.power_limit)
+    if jb.power_limit is not None and use.hours_over_limit > 0:
+        warnings.append(f"facility power above jobs.power_limit for {use.hours_over_limit:,.1f} h "
+                        f"(peak {use.peak_facility_w / 1e6:.2f} MW against {jb.power_limit / 1e6:.2f} MW)")
     return OperationsResult(
         scenario=scenario.name, cluster=cluster, fabric=summary, policy=policy.name, placement=policy.placement,
         horizon_s=jb.horizon, seed=jb.seed, run=run, accounts=accounts, waits=waits(run.jobs),
         completion=completion(run.jobs), utilisation=utilisation(run), power=use, timeline=timeline(run, site.pue),
-        carbon_hourly={g.code: g.hourly for g in grids}, carbon_aware=aware, failures_enabled=failures is not None,
-        country=grids[0].code, services=services, warnings=warnings, sources=sources)
+        carbon_aware=aware, failures_enabled=failures is not None, country=grids[0].code, services=services,
+        warnings=warnings, sources=_sources(cluster, grids, failures))

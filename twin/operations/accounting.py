@@ -20,7 +20,7 @@ import numpy as np
 
 from twin.operations.cluster import ClusterRun
 from twin.power.cost import rental_cost_eur
-from twin.power.country import carbon_intensity, country, electricity_price
+from twin.power.country import carbon_intensity, electricity_price, site_and_compared
 from twin.power.hourly import CarbonClock, HourlyShape, flat_shape
 from twin.units import JOULES_PER_KWH, SECONDS_PER_HOUR
 
@@ -47,13 +47,8 @@ class CountryGrid:
 def country_grids(codes: list[str], hourly: dict[str, HourlyShape | None], intensity_override: float | None,
                   price_override: tuple[float, str] | None) -> list[CountryGrid]:
     """The site (first code) and each compared country; overrides apply to the site only."""
-    out, seen = [], set()
-    for i, code in enumerate(codes):
-        field = "site.country" if i == 0 else f"site.compare[{i - 1}]"
-        place = country(code, field)
-        if place.alpha2 in seen:
-            continue
-        seen.add(place.alpha2)
+    out = []
+    for i, place in enumerate(site_and_compared(codes)):
         ci = carbon_intensity(place, intensity_override if i == 0 else None)
         price = electricity_price(place, price_override if i == 0 else None)
         shape = hourly.get(place.alpha2) or flat_shape(place.alpha2)

@@ -65,23 +65,13 @@ STEP_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
-class CarbonPolicy:
-    """Hourly carbon and the carbon-aware release of deferrable jobs (``jobs.carbon``)."""
-    hourly: bool = False
-    start_month: int = 1             # the month at t = 0 (00:00 UTC on its first day)
-    aware: bool = False              # hold deferrable jobs for cleaner hours
-    max_delay_s: float = 12 * SECONDS_PER_HOUR
-
-
-@dataclass(frozen=True)
 class OperationsSpec:
     """How the cluster is run, in SI units."""
     policy: Policy = Policy()
     horizon_s: float = 365 * 86400.0
     seed: int = 0                                # of the failure draws (failures.seed)
     hold: tuple[str, float] | None = None        # (job name, start) of a hero reservation
-    power_limit_w: float | None = None           # facility power available
-    carbon: CarbonPolicy = CarbonPolicy()
+    max_delay_s: float = 12 * SECONDS_PER_HOUR   # the carbon-aware policy's longest hold
 
 
 @dataclass(frozen=True)
@@ -109,7 +99,7 @@ class JobOutcome:
     status: str                      # finished | timeout | unfinished
     iterations: float
     iterations_done: float
-    packed_step_s: float             # step time alone, packed in one SU
+    packed_step_s: float             # step time alone on the cluster's first nodes (a service: 1 s of serving)
     ideal_s: float                   # its steps at that step time: the run time alone, without failures
     mean_step_s: float               # time-weighted step time while training (placement and contention)
     placement: tuple[int, ...]       # nodes per SU at its first start; () inside one node
@@ -207,7 +197,7 @@ class _Job:
     status: str = UNFINISHED
     deadline_s: float = math.inf
     restart_end_s: float = 0.0
-    missing: int = 0                 # nodes lost to repair, not yet replaced
+    missing: int = 0                 # nodes (a service: devices) lost to repair, not yet replaced
     interruptions: int = 0
     lost_work_s: float = 0.0
     restart_s: float = 0.0
@@ -223,10 +213,6 @@ class _Job:
     reserved_start_s: float | None = None
     process: simpy.Process | None = None
     ready: simpy.Event | None = None
-
-    @property
-    def allocated(self) -> float:
-        return self.held_gpus
 
     @property
     def compute_gpus(self) -> float:
@@ -290,9 +276,9 @@ class _Cluster:
         self.rows: list[tuple] = []
         self.seg: list[tuple[int, float, float, float]] = []
         self.dynamic_w = 0.0
-        self.allocated = 0
-        self.held: dict[str, int] = {}               # GPUs each tenant holds
-        self.busy = 0
+        self.allocated = 0.0
+        self.held: dict[str, float] = {}             # GPUs each tenant holds
+        self.busy = 0.0
         self.fragmented = 0
         self.events = 0
         self.failure_count = 0
@@ -325,11 +311,12 @@ class _Cluster:
                                  nothing, 1, req.submit_s, min(req.time_limit_s, req.duration_s)), site_clock)
 
     def _queued(self, job: _Job, site_clock: CarbonClock | None) -> _Job:
-        """When the job enters its queue: at submit, or later when the carbon-aware policy holds it."""
+        """When the job enters its queue: at submit, or later when the carbon-aware policy (given the site's
+        hourly ``site_clock``) holds a deferrable job."""
         req = job.req
-        if req.deferrable and site_clock is not None and self.spec.carbon.aware:
+        if req.deferrable and site_clock is not None:
             job.release_s = cleanest_start(site_clock, req.submit_s, job.iterations * job.packed_step_s,
-                                           self.spec.carbon.max_delay_s)
+                                           self.spec.max_delay_s)
             job.carbon_hold_s = job.release_s - req.submit_s
         return job
 
@@ -358,12 +345,14 @@ class _Cluster:
             else:
                 activity = gpu.activity["restart" if job.phase == RESTART else "idle"]
             dynamic = job.compute_gpus * self.dynamic_per_gpu_w * activity
-            watts = job.allocated * self.idle_per_gpu_w + dynamic
+            watts = job.held_gpus * self.idle_per_gpu_w + dynamic
         self.dynamic_w += dynamic - job.dynamic_w
         job.power_w, job.dynamic_w, job.power_since_s = watts, dynamic, now
         self._row()
 
     def _train_activity(self, job: _Job) -> float:
+        """A training GPU's mean activity: its step's phases alone, the extra time of contention at
+        communication power, and its checkpoint stalls at checkpoint power."""
         gpu = self.node_power.gpu
         solo = self.steps.priced(job.shape, job.placement)
         sp = step_power(gpu, solo)
@@ -587,7 +576,8 @@ class _Cluster:
                 self._enter_phase(job, TRAIN)
                 job.process = self.env.process(self._run(job))
         def running() -> list[Running]:
-            return [Running(self._estimated_end(j), tuple(j.nodes), j.need.gpus) for j in self.running.values()]
+            return [Running(self._estimated_end(j), tuple(j.nodes), j.need.gpus) for j in self.running.values()
+                    if j.service is None]
 
         decision = schedule(self.spec.policy, self.pool, list(self.queue.values()), running, now, self.fair,
                             self.hold)

@@ -33,9 +33,6 @@ from twin.network.collectives import CommModel
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan
 
-ORIGINS = ("list", "generator", "trace")
-
-
 @dataclass(frozen=True)
 class Shape:
     """A template compiled for a job size: its plan, and its step's costs wherever its groups land."""

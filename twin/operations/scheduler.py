@@ -60,6 +60,11 @@ class Policy:
     shares: tuple[tuple[str, float], ...] = ()   # fair share per tenant (default: equal)
     half_life_s: float = DEFAULT_FAIR_SHARE_HALF_LIFE_S
 
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES or self.placement not in PLACEMENTS:
+            raise ValueError(f"unknown policy {self.name!r} or placement {self.placement!r}; "
+                             f"known: {', '.join(POLICIES)}; {', '.join(PLACEMENTS)}")
+
 
 @dataclass(frozen=True)
 class Need:

@@ -183,6 +183,10 @@ def check_jobs(jobs: Jobs) -> None:
     if held is not None and held.job not in names:
         raise ScenarioError("jobs.scheduler.reservation.job", f"{shown(held.job)} is not the name of a job of "
                             "jobs.list" + did_you_mean(held.job, sorted(names)))
+    hero = next((job for job in jobs.list if held is not None and job.name == held.job), None)
+    if hero is not None and (hero.serving is not None or isinstance(jobs.templates.get(hero.template), Serving)):
+        raise ScenarioError("jobs.scheduler.reservation.job", f"{shown(held.job)} serves; a reservation holds "
+                            "nodes for a training job")
 
 
 def _check_service(sv: Serving, where: str) -> None:
