@@ -1,9 +1,11 @@
 """The twin against published training runs (twin/validation/cases, docs/validation.md).
 
 The per-group MAPE bounds below are the accuracy the twin has reached, with a
-small margin: a change that loses accuracy fails here. The two role bounds are
-the project's targets: throughput MAPE ≤ 7% on calibration cases and ≤ 10% on
-check cases, the runs no efficiency was fitted on.
+small margin: a change that loses accuracy fails here. The role bounds: throughput
+MAPE ≤ 5% on calibration cases (the project's target) and, on check cases, the
+runs no efficiency was fitted on, what the twin reaches (8.4%) with a margin; the
+project's check target, 7%, is not met yet (docs/validation.md says where the
+error sits).
 """
 
 from __future__ import annotations
@@ -25,21 +27,21 @@ from twin.validation.report import BEGIN_MARK, END_MARK, splice
 
 # Mean absolute percentage error allowed per group (fraction), measured + margin.
 GROUP_MAPE_BOUNDS = {
-    "narayanan-2021": 0.06,
-    "korthikanti-2022": 0.06,
-    "llama-65b": 0.07,
+    "narayanan-2021": 0.07,
+    "korthikanti-2022": 0.04,
+    "llama-65b": 0.04,
     "nccl": 0.04,
-    "bloom-2022": 0.10,
-    "llama3-405b": 0.10,
-    "mt-nlg-2022": 0.30,
-    "mpt-llm-foundry": 0.08,
-    "mpt-llm-foundry-long": 0.12,
-    "nemo-h100-fp8": 0.09,
-    "torchtitan-a100": 0.07,
-    "power": 0.10,
+    "bloom-2022": 0.05,
+    "llama3-405b": 0.09,
+    "mt-nlg-2022": 0.29,
+    "mpt-llm-foundry": 0.07,
+    "mpt-llm-foundry-long": 0.11,
+    "nemo-h100-fp8": 0.08,
+    "torchtitan-a100": 0.05,
+    "power": 0.03,
 }
-CALIBRATION_THROUGHPUT_TARGET = 0.07
-CHECK_THROUGHPUT_TARGET = 0.10
+CALIBRATION_THROUGHPUT_TARGET = 0.05
+CHECK_THROUGHPUT_BOUND = 0.09
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +85,9 @@ def test_calibration_throughput_meets_target(summary):
     assert summary.throughput_mape["calibration"] <= CALIBRATION_THROUGHPUT_TARGET
 
 
-def test_check_throughput_meets_target(summary):
+def test_check_throughput_stays_within_its_bound(summary):
     assert summary.throughput_cases["check"] >= 37
-    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_TARGET
+    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_BOUND
 
 
 @pytest.mark.parametrize("group", sorted(GROUP_MAPE_BOUNDS))

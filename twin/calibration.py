@@ -28,6 +28,11 @@ class Efficiency:
     nvls: float         # fraction of NVLink line rate that NVLink SHARP all-reduce reaches (algorithm bandwidth)
     overlap_compute: float  # fraction of its speed that compute keeps while a data-parallel collective runs beside it
 
+    @property
+    def overlap_slowdown(self) -> float:
+        """σ: extra seconds of compute per second it shares the GPU with a collective (1 / overlap_compute - 1)."""
+        return 1.0 / self.overlap_compute - 1.0
+
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]

@@ -52,6 +52,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
 
 
 def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
+    from twin.engine.stack import stack_profile
     from twin.hardware.specs import gpu_spec, node_spec
     from twin.units import fmt_bytes
     from twin.workload.model import model_spec
@@ -76,6 +77,17 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
                          f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.max_power_w / 1e3:.1f}", n.cpu])
+        return header, rows
+    if kind == "stacks":
+        header = ["name", "attention", "kernels", "autocast", "grad reduce", "overlap grad/param", "TP overlap",
+                  "ZeRO-3 gathers", "cross-entropy", "description"]
+        rows = []
+        for name in catalog.names("stacks"):
+            s = stack_profile(name)
+            yes = {True: "yes", False: "no"}
+            rows.append([name, s.attention, s.kernels, yes[s.autocast], s.grad_reduce,
+                         f"{yes[s.overlap_grad_reduce]}/{yes[s.overlap_param_gather]}", yes[s.tp_comm_overlap],
+                         s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
         return header, rows
     header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]
     rows = []
@@ -144,7 +156,7 @@ def parser() -> argparse.ArgumentParser:
     cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
-    cat.add_argument("kind", choices=["gpus", "nodes", "models"])
+    cat.add_argument("kind", choices=["gpus", "nodes", "models", "stacks"])
     cat.set_defaults(func=_cmd_catalog)
 
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")

@@ -28,7 +28,8 @@ def training_summary(record: dict[str, Any]) -> str:
     """The terminal summary of a training record (``Result.to_dict()``)."""
     r = record
     out = [f"twin — {r['scenario']}", ""]
-    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}")
+    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}; "
+               f"stack {r['stack']['name']}")
     bd = r["memory_breakdown_bytes"]
     fit = "fits" if r["memory_fits"] else "DOES NOT FIT"
     out.append(f"Memory/GPU    {fmt_bytes(r['memory_per_gpu_bytes'])} of {fmt_bytes(r['memory_capacity_bytes'])} — {fit} "

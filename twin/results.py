@@ -16,6 +16,7 @@ from typing import Any
 
 from twin.engine.iteration import Span
 from twin.engine.job import Event, FailureSummary, Segment
+from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import FabricSummary
@@ -62,6 +63,7 @@ class Result:
     country: str
     pue: float
     plan: ParallelPlan
+    stack: StackProfile              # the software stack the step was priced for, overrides applied
     step: StepBreakdown
     memory: MemoryBreakdown
     memory_advice: list[str]
@@ -169,6 +171,7 @@ def training_record(r: Result) -> dict[str, Any]:
         "hfu": r.hfu,
         "plan": _plain(r.plan) | {"microbatches": r.plan.microbatches, "description": r.plan.describe(),
                                   "gpus": r.gpus_used},
+        "stack": _plain(r.stack),
         "step_breakdown_s": r.step.parts(),
         "bottleneck": r.step.bottleneck,
         "memory_breakdown_bytes": r.memory.parts(),

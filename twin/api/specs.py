@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from twin.engine.failures import FailurePolicy
+from twin.engine.stack import StackProfile, stack_profile
 from twin.engine.storage import CheckpointPolicy
+from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
 from twin.power.site import EmbodiedRequest, SiteSpec
-from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site
+from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
 from twin.serving.deployment import ServingSpec
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
@@ -57,12 +59,30 @@ def model_of(model: str | InlineModel) -> ModelSpec:
     )
 
 
-def plan_request_of(p: Parallelism) -> PlanRequest:
+def stack_of(tr: Training) -> StackProfile:
+    """The software stack of a training scenario: its catalog profile with the scenario's own values over it."""
+    choice = tr.stack
+    if isinstance(choice, str):
+        profile, options = stack_profile(choice, "training.stack"), {}
+    else:
+        profile = stack_profile(choice.name, "training.stack.name")
+        options = {key: getattr(choice, key) for key in choice.model_fields_set - {"name"}}
+    stack = profile.with_overrides(attention=tr.attention, kernels=tr.kernels, autocast=tr.autocast,
+                                   overlap_grad_reduce=tr.parallelism.overlap_grad_reduce, **options)
+    if stack.autocast and tr.precision in ("fp32", "tf32"):
+        where = "training.autocast" if tr.autocast is not None else "training.stack"
+        raise ScenarioError(where, f"autocast casts fp32 weights to a lower precision, but precision is "
+                            f"{tr.precision}; allowed with bf16, fp16 or fp8 (or set training.autocast: false)")
+    return stack
+
+
+def plan_request_of(p: Parallelism, stack: StackProfile) -> PlanRequest:
+    """The plan the scenario asks for; the stack decides which data-parallel collectives overlap compute."""
     return PlanRequest(
         tensor=p.tensor, pipeline=p.pipeline, data=None if p.data == "auto" else p.data, expert=p.expert,
         microbatch=p.microbatch, virtual_stages=p.virtual_stages, schedule=p.schedule,
         sequence_parallel=p.sequence_parallel, recompute=p.recompute, zero=p.zero,
-        overlap_grad_reduce=p.overlap_grad_reduce, order=p.order,
+        overlap_grad_reduce=stack.overlap_grad_reduce, overlap_param_gather=stack.overlap_param_gather, order=p.order,
     )
 
 

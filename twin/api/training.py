@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of
+from twin.api.specs import (checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of,
+                            stack_of)
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import Implementation, StepCosts, step_costs
+from twin.engine.stack import StackProfile
+from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
@@ -37,6 +39,7 @@ class Built:
     plan: ParallelPlan
     placement: Placement
     efficiency: Efficiency
+    stack: StackProfile
     ops: OperatorModel
     comm: CommModel
     costs: StepCosts
@@ -52,13 +55,13 @@ class Compiled:
     training: Training
     model: ModelSpec
     plan: ParallelPlan
+    stack: StackProfile
     ops: OperatorModel
     memory: MemoryBreakdown
 
     def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
         """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""
-        tr = self.training
-        return step_costs(self.model, self.plan, self.ops, comm, placement, Implementation(tr.kernels, tr.autocast))
+        return step_costs(self.model, self.plan, self.ops, comm, placement, self.stack)
 
 
 def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Compiled:
@@ -71,11 +74,12 @@ def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency,
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError(f"{where}.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
-    plan = resolve_plan(plan_request_of(tr.parallelism), model, cluster, tr.global_batch, tr.seq_len)
-    ops = OperatorModel(gpu, tr.precision, efficiency,
-                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
-    memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
-    return Compiled(tr, model, plan, ops, memory)
+    stack = stack_of(tr)
+    plan = resolve_plan(plan_request_of(tr.parallelism, stack), model, cluster, tr.global_batch, tr.seq_len)
+    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
+                        attention_kernel=stack.attention)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention)
+    return Compiled(tr, model, plan, stack, ops, memory)
 
 
 def build(scenario: Scenario) -> Built:
@@ -86,8 +90,8 @@ def build(scenario: Scenario) -> Built:
     c = compile_training(tr, cluster, efficiency)
     placement = place(c.plan, cluster.node.gpus, tr.parallelism.order)
     comm = CommModel(cluster, efficiency, placement)
-    return Built(scenario, cluster, c.model, c.plan, placement, efficiency, c.ops, comm, c.costs(comm, placement),
-                 c.memory)
+    return Built(scenario, cluster, c.model, c.plan, placement, efficiency, c.stack, c.ops, comm,
+                 c.costs(comm, placement), c.memory)
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
@@ -169,7 +173,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     advice: list[str] = []
     if not fits:
         over = b.memory.total_bytes - capacity
-        options = fitting_alternatives(model, plan, tr.precision, tr.attention, capacity, cluster.node.gpus)
+        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
         warnings.append(f"does not fit: needs {fmt_bytes(b.memory.total_bytes)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
@@ -217,6 +221,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         country=pw.site.code,
         pue=sc.site.pue,
         plan=plan,
+        stack=b.stack,
         step=step,
         memory=b.memory,
         memory_advice=advice,

@@ -13,8 +13,8 @@ import yaml
 
 from twin.errors import ScenarioError, did_you_mean
 
-KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power", "mig",
-         "grid_hourly")
+KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
+         "mig", "stacks", "grid_hourly")
 
 
 @lru_cache(maxsize=None)

@@ -1,7 +1,7 @@
 """Figures of one training step: the pipeline Gantt chart and the step breakdown.
 
 Both take a Result's dict (``Result.to_dict()``): ``step_timeline`` (spans of
-every stage: forward, backward, send, dp_comm, optimizer) and
+every stage: forward, backward, send, dp_comm, overheads, optimizer) and
 ``step_breakdown_s``.
 """
 
@@ -15,9 +15,9 @@ from twin.engine.step import PART_LABELS
 
 # Okabe-Ito colours (colour-blind safe), one per kind of span.
 SPAN_COLOURS = {"forward": "#0072B2", "backward": "#56B4E9", "send": "#E69F00", "dp_comm": "#009E73",
-                "optimizer": "#D55E00"}
+                "overheads": "#CC79A7", "optimizer": "#D55E00"}
 BREAKDOWN_COLOURS = {"compute": "#0072B2", "tp_comm": "#E69F00", "pp_comm": "#56B4E9", "dp_comm": "#009E73",
-                     "bubble": "#BBBBBB", "optimizer": "#D55E00"}
+                     "bubble": "#BBBBBB", "overheads": "#CC79A7", "optimizer": "#D55E00"}
 
 
 def step_gantt_figure(result: dict[str, Any]) -> go.Figure:

@@ -27,11 +27,11 @@ from twin.scenario.jobs import Jobs, check_jobs
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
-from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
+from twin.scenario.training import Checkpoint, InlineModel, Parallelism, StackOptions, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario", "load_scenario",
-           "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
+           "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario",
+           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
 WORKLOADS = ("training", "serving", "jobs")
@@ -81,7 +81,8 @@ class Scenario(Strict):
 # Error messages
 
 # Branch names pydantic puts in an error's location; they are not keys a user wrote.
-_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "training-template", "serving-template"}
+_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "catalog-stack", "stack-options",
+               "training-template", "serving-template"}
 
 
 def _model_class_at(loc: tuple) -> type[BaseModel] | None:
@@ -187,6 +188,12 @@ def _check_catalog_names(scenario: Scenario) -> None:
         for i, alternative in enumerate(scenario.serving.compare):
             if alternative.node is not None:
                 catalog.entry("nodes", alternative.node, f"serving.compare[{i}].node")
+    if scenario.training is not None:
+        stack = scenario.training.stack
+        if isinstance(stack, str):
+            catalog.entry("stacks", stack, "training.stack")
+        else:
+            catalog.entry("stacks", stack.name, "training.stack.name")
     if scenario.failures.enabled:
         catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
 
@@ -247,9 +254,6 @@ def _check_training(tr: Training, section: str = "training") -> None:
     if p.virtual_stages > 1 and p.schedule != "interleaved":
         raise ScenarioError(f"{section}.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
-    if tr.autocast and tr.precision in ("fp32", "tf32"):
-        raise ScenarioError(f"{section}.autocast", f"true casts fp32 weights to a lower precision, but precision is "
-                            f"{tr.precision}; allowed with bf16, fp16 or fp8")
 
 
 def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
