@@ -262,7 +262,7 @@ def operations_summary(record: dict[str, Any]) -> str:
                f"{fmt_duration(r['makespan_s'])} (horizon {fmt_duration(r['horizon_s'])})")
     out.append(f"Jobs          {r['jobs_finished']:,} finished, {r['jobs_timed_out']:,} at their time limit, "
                f"{r['jobs_unfinished']:,} unfinished; {r['spanning_jobs']:,} started over more than one scalable unit")
-    out.append(f"Utilisation   GPUs held {u['allocated']:.1%}, training {u['busy']:.1%}; "
+    out.append(f"Utilisation   GPUs held {u['allocated']:.1%}, working {u['busy']:.1%}; "
                f"{u['gpu_hours_allocated']:,.0f} GPU-hours held; fragmented {u['fragmented_gpus']:,.1f} GPUs "
                f"({u['fragmented']:.1%}) on average (free GPUs no waiting job can use)")
     out.append(f"Queue wait    P50/P90/P99 {_spread(w['all'])} (mean {_duration(w['all']['mean'] or 0.0)})"

@@ -43,7 +43,7 @@ def headline_metrics(r: dict[str, Any]) -> list[Metric]:
                lower_is_better=False),
         Metric("GPUs held", f"{u['allocated']:.1%}", "mean share of the cluster's GPUs held by jobs",
                lower_is_better=False),
-        Metric("GPUs training", f"{u['busy']:.1%}", "mean share of the GPUs running a training step",
+        Metric("GPUs working", f"{u['busy']:.1%}", "mean share of the GPUs training or serving",
                lower_is_better=False),
         Metric("Queue wait P50", _wait(w["p50"]), "start - submit, over the jobs that started"),
         Metric("Queue wait P90", _wait(w["p90"])),
@@ -57,12 +57,12 @@ def headline_metrics(r: dict[str, Any]) -> list[Metric]:
 
 
 def utilisation_figure(r: dict[str, Any]) -> go.Figure:
-    """GPUs held and training, fragmented GPUs, and jobs waiting, per time bin (means)."""
+    """GPUs held and working, fragmented GPUs, and jobs waiting, per time bin (means)."""
     t = r["timeline"]
     days = [s / SECONDS_PER_DAY for s in t["start_s"]]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Scatter(x=days, y=t["gpus_allocated"], name="GPUs held", line={"color": PALETTE[0]}))
-    fig.add_trace(go.Scatter(x=days, y=t["gpus_busy"], name="GPUs training", line={"color": PALETTE[2]}))
+    fig.add_trace(go.Scatter(x=days, y=t["gpus_busy"], name="GPUs working", line={"color": PALETTE[2]}))
     fig.add_trace(go.Scatter(x=days, y=t["fragmented_gpus"], name="fragmented GPUs", line={"color": PALETTE[5]}))
     fig.add_trace(go.Scatter(x=days, y=t["queued"], name="jobs waiting", line={"color": PALETTE[1], "dash": "dot"}),
                   secondary_y=True)

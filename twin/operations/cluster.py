@@ -126,7 +126,7 @@ class Series:
     """The cluster after each event: a step function, value held until the next time."""
     t_s: np.ndarray
     gpus_allocated: np.ndarray
-    gpus_busy: np.ndarray            # used by a job's plan and training
+    gpus_busy: np.ndarray            # used by a job's plan while it trains, or serving
     queued: np.ndarray
     running: np.ndarray
     it_w: np.ndarray                 # IT power of the whole cluster

@@ -113,7 +113,7 @@ def completion(jobs: tuple[JobOutcome, ...]) -> Completion:
 class Utilisation:
     gpus: int
     allocated: float                 # mean share of the GPUs held by jobs
-    busy: float                      # mean share of the GPUs training
+    busy: float                      # mean share of the GPUs training or serving
     gpu_hours_allocated: float       # integral of the GPUs held
     gpu_hours_jobs: float            # the jobs' own sum: equal to the above
     fragmented_gpus: float           # mean free GPUs no waiting job can use
