@@ -39,6 +39,7 @@ from twin.scenario import Jobs, Scenario, Serving, Training
 from twin.serving.deployment import memory_problem, replica
 from twin.serving.deployment import simulate as serve
 from twin.units import fmt_duration
+from twin.workload.finetune import trainable_params
 
 
 def _sized(cluster: ClusterSpec, gpus: int) -> ClusterSpec:
@@ -66,11 +67,12 @@ class _Shapes:
             except InfeasibleError as exc:
                 self.refused[key] = exc
                 raise
-            gpu = self.cluster.node.gpu
+            needed = c.memory.required_bytes
             self.built[key] = Shape(
-                template=template, gpus=gpus, plan=c.plan, order=tr.parallelism.order, params=c.model.params,
-                precision=tr.precision, checkpoint=checkpoint_policy_of(tr.checkpoint),
-                memory_bytes=c.memory.total_bytes, memory_fits=c.memory.total_bytes <= gpu.memory_bytes, costs=c.costs)
+                template=template, gpus=gpus, plan=c.plan, order=tr.parallelism.order,
+                params=trainable_params(c.model, c.finetune), frozen=c.finetune.frozen, precision=tr.precision,
+                checkpoint=checkpoint_policy_of(tr.checkpoint), memory_bytes=needed,
+                memory_fits=needed <= self.cluster.node.gpu.memory_bytes, costs=c.costs)
         return self.built[key]
 
     def runs(self, template: str, gpus: int) -> bool:

@@ -296,7 +296,7 @@ class _Cluster:
             iterations = req.duration_s / packed.step_s
         nodes = nodes_needed(req.gpus, self.gpn)
         cost = checkpoint_cost(shape.params, shape.precision, self.cluster, nodes, shape.plan.gpus,
-                               shape.checkpoint.asynchronous)
+                               shape.checkpoint.asynchronous, shape.frozen)
         mtbf = self.profile.mtbf_s(shape.plan.gpus, nodes) if self.profile is not None else math.inf
         interval = interval_iterations(shape.checkpoint.interval_s, packed.step_s, cost, mtbf)
         ideal = iterations * packed.step_s

@@ -40,7 +40,8 @@ class Shape:
     gpus: int                        # GPUs the job asks for
     plan: ParallelPlan               # resolved over those GPUs (it may leave some idle)
     order: str                       # rank order (training.parallelism.order)
-    params: float                    # checkpointed parameters
+    params: float                    # trained parameters, which checkpoints hold
+    frozen: bool                     # a frozen base (LoRA, QLoRA): checkpoints hold the adapters alone
     precision: str
     checkpoint: CheckpointPolicy
     memory_bytes: float              # per GPU
