@@ -26,7 +26,8 @@ PAGES = {
 }
 EDITS = "yaml_edits"          # session key: {source id: edited YAML text}
 # What the Nodes knob counts, by workload section.
-NODES_HELP = {"training": "nodes the job runs on", "serving": "nodes to serve on", "jobs": "nodes of the shared cluster"}
+NODES_HELP = {"training": "nodes the job runs on", "serving": "nodes to serve on",
+              "jobs": "nodes of the shared cluster"}
 
 
 @dataclass

@@ -344,14 +344,16 @@ def operations_summary(record: dict[str, Any]) -> str:
     for name, svc in r["services"].items():
         on = f"{svc['devices']:,} MIG {svc['profile']} instances on {svc['gpus']:,} GPUs" if svc["profile"] else \
             f"{svc['gpus']:,} GPUs"
-        out.append(f"Serving       {name}: {svc['replicas']:,} replicas on {on}; {svc['requests_per_s']:,.2f} requests/s, "
+        out.append(f"Serving       {name}: {svc['replicas']:,} replicas on {on}; "
+                   f"{svc['requests_per_s']:,.2f} requests/s, "
                    f"p99 TTFT {fmt_duration(svc['ttft_p99_s'])}, SLO {'met' if svc['slo_met'] else 'NOT met'}")
     if f["enabled"]:
         out.append(f"Failures      {f['node_failures']:,} node failures, {f['interruptions']:,} job interruptions; "
                    f"{f['replacements']:,} failed nodes replaced ({f['spare_swaps']:,} from the spare pool); "
                    f"work lost {fmt_duration(f['lost_work_s'])}")
     limit = p["limit_w"]
-    out.append(f"Power         facility mean {fmt_si(p['mean_facility_w'], 'W')}, peak {fmt_si(p['peak_facility_w'], 'W')}"
+    out.append(f"Power         facility mean {fmt_si(p['mean_facility_w'], 'W')}, "
+               f"peak {fmt_si(p['peak_facility_w'], 'W')}"
                + (f" against a {fmt_si(limit, 'W')} limit: {p['hours_over_limit']:,.1f} h over" if limit else ""))
     cluster, jobs = e["cluster"], e["jobs"]
     share = jobs["energy_it_kwh"] / cluster["energy_it_kwh"] if cluster["energy_it_kwh"] else 0.0
@@ -360,10 +362,12 @@ def operations_summary(record: dict[str, Any]) -> str:
                "spares and fabric the rest")
     aware = r["carbon_aware"]
     if aware:
-        out.append(f"Carbon-aware  {aware['deferred_jobs']:,} deferrable jobs held {fmt_duration(aware['mean_hold_s'])} "
+        out.append(f"Carbon-aware  {aware['deferred_jobs']:,} deferrable jobs held "
+                   f"{fmt_duration(aware['mean_hold_s'])} "
                    f"on average: {aware['saved_kg'][site]:,.0f} kg CO2e saved at the site "
                    f"({aware['saved_kg'][site] / aware['baseline_carbon_kg'][site]:.2%}); mean wait "
-                   f"{fmt_duration(aware['mean_wait_s'] or 0.0)} against {fmt_duration(aware['baseline_mean_wait_s'] or 0.0)}")
+                   f"{fmt_duration(aware['mean_wait_s'] or 0.0)} against "
+                   f"{fmt_duration(aware['baseline_mean_wait_s'] or 0.0)}")
     rows = []
     for c in r["countries"]:
         code = c["code"]

@@ -1,4 +1,4 @@
-"""Cluster operations scenarios (``jobs:``): templates → job shapes → jobs → the cluster simulation → accounts → OperationsResult.
+"""Cluster operations (``jobs:``): templates → job shapes → jobs → the cluster simulation → accounts → result.
 
 Each template is compiled once per job size with the training pipeline's own code
 (``training.compile_training``); the cluster simulation prices every job's step on
@@ -257,7 +257,8 @@ def _compared(run: ClusterRun, accounts: Accounts, base_run: ClusterRun, base_ac
 def _sources(cluster: ClusterSpec, grids: list[CountryGrid], failures: FailurePolicy | None) -> dict[str, str]:
     sources = {"node": cluster.node.source, "gpu": cluster.node.gpu.source}
     for g in grids:
-        sources[f"carbon_intensity.{g.code}"] = g.intensity_source + (f", {g.intensity_year}" if g.intensity_year else "")
+        year = f", {g.intensity_year}" if g.intensity_year else ""
+        sources[f"carbon_intensity.{g.code}"] = g.intensity_source + year
         if g.hourly:
             sources[f"hourly_carbon.{g.code}"] = g.shape.source
         sources[f"electricity_price.{g.code}"] = g.price_source

@@ -50,7 +50,8 @@ def headline_metrics(r: dict[str, Any]) -> list[Metric]:
         Metric("Fragmented GPUs", f"{u['fragmented_gpus']:,.1f} GPUs", "free GPUs no waiting job can use, on average"),
         Metric("Peak facility power", fmt_si(p["peak_facility_w"], "W"),
                f"limit {fmt_si(limit, 'W')}: {p['hours_over_limit']:,.1f} h over" if limit else "no limit set"),
-        Metric("Energy (facility)", f"{cluster['energy_facility_kwh'] / 1e3:,.1f} MWh", "the whole cluster over the run"),
+        Metric("Energy (facility)", f"{cluster['energy_facility_kwh'] / 1e3:,.1f} MWh",
+               "the whole cluster over the run"),
         Metric(f"Carbon ({site})", f"{cluster['carbon_kg'][site] / 1e3:,.1f} t CO2e", "the whole cluster over the run"),
         Metric("Makespan", fmt_duration(r["makespan_s"]), "from the start to the last job's end (or the horizon)"),
     ]

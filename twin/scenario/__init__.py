@@ -259,7 +259,8 @@ def _check_training(tr: Training, section: str = "training") -> None:
 
 def _check_finetuning(tr: Training, section: str = "training") -> None:
     if tr.lora is not None and tr.method == "full":
-        raise ScenarioError(f"{section}.lora", "adapters need method lora or qlora (method is full: every weight trains)")
+        raise ScenarioError(f"{section}.lora", "adapters need method lora or qlora (method is full: every weight "
+                            "trains)")
     if tr.method == "qlora" and tr.weights not in (None, "nf4"):
         raise ScenarioError(f"{section}.weights", f"{tr.weights} is not allowed with method qlora, which stores the "
                             "base in nf4; use method lora for another storage")

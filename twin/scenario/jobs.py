@@ -22,6 +22,8 @@ Duration = number("time", gt="0 s", le="36500 d", why="a century")
 Weight = number(gt="0", le="1e9", why="a relative weight")
 GPUs = number(integer=True, ge="1", le="262144", why="every GPU of the largest cluster cluster.nodes allows")
 Nodes = number(integer=True, ge="1", le="32768", why="as cluster.nodes")
+Horizon = number("time", gt="1 h", le="36500 d", why="the longest span the cluster simulation covers")
+PowerLimit = number("power", gt="0 W", le="10 GW", why="above the largest data-centre campuses announced")
 Name = name_text(80)
 # A scenario lists at most this many jobs itself; a generator or a trace holds more.
 MAX_LISTED_JOBS = 10_000
@@ -120,9 +122,9 @@ class Jobs(Strict):
     generator: Generator | None = None
     trace: name_text(4096) | None = None   # a CSV file (docs/operations.md, "Traces"), relative to the scenario
     scheduler: Scheduler = Scheduler()
-    horizon: number("time", gt="1 h", le="36500 d", why="the longest span the cluster simulation covers") = 365 * 86400.0
+    horizon: Horizon = 365 * 86400.0
     seed: number(integer=True, ge="0", le="18446744073709551615", why="a 64-bit seed") = 0
-    power_limit: number("power", gt="0 W", le="10 GW", why="above the largest data-centre campuses announced") | None = None
+    power_limit: PowerLimit | None = None
     carbon: Carbon = Carbon()
     list: typing.List[Job] = []            # noqa: A003 - the scenario key a user writes
 
