@@ -29,6 +29,19 @@ Name = name_text(80)
 MAX_LISTED_JOBS = 10_000
 # Jobs a generator draws: a year of a busy cluster at ten submissions an hour is 87,600.
 MAX_GENERATED_JOBS = 100_000
+Priority = number(integer=True, ge="0", le="1000000", why="a relative priority")
+LogSigma = number(ge="0", le="4", why="standard deviation of the log; 4 spans eight decades")
+GeneratedJobs = number(integer=True, ge="1", le=str(MAX_GENERATED_JOBS),
+                       why="a year of a busy cluster at ten submissions an hour is 87,600")
+ArrivalRate = number("rate", gt="0/s", le="1/s", why="a submission a second, 3,600 an hour")
+Share = number(ge="0", le="1", why="a share of the jobs")
+TimeLimitFactor = number(ge="1", le="1000", why="a multiple of the job's duration")
+BackfillDepth = number(integer=True, ge="1", le="100000", why="jobs a backfill pass tests; SLURM's default is 100")
+HalfLife = number("time", gt="0 s", le="3650 d", why="decay of past usage; SLURM's default is 7 days")
+Month = number(integer=True, ge="1", le="12", why="January to December")
+MaxDelay = number("time", gt="0 s", le="30 d", why="a hold beyond a month is no deferral")
+TracePath = name_text(4096)
+Seed = number(integer=True, ge="0", le="18446744073709551615", why="a 64-bit seed")
 
 
 def _template_kind(value: Any) -> str:
@@ -51,7 +64,7 @@ class Job(Strict):
     gpus: GPUs | None = None
     nodes: Nodes | None = None
     duration: Duration | None = None       # the run time alone, packed, without failures (default: its tokens)
-    priority: number(integer=True, ge="0", le="1000000", why="a relative priority") = 0
+    priority: Priority = 0
     time_limit: Duration | None = None
     deferrable: Flag = False
 
@@ -68,20 +81,19 @@ class Job(Strict):
 class Durations(Strict):
     """Log-normal run times (alone, packed, without failures), capped at ``max``."""
     median: Duration
-    sigma: number(ge="0", le="4", why="standard deviation of the log; 4 spans eight decades") = 1.0
+    sigma: LogSigma = 1.0
     max: Duration | None = None
 
 
 class Generator(Strict):
-    jobs: number(integer=True, ge="1", le=str(MAX_GENERATED_JOBS),
-                 why="a year of a busy cluster at ten submissions an hour is 87,600")
-    rate: number("rate", gt="0/s", le="1/s", why="a submission a second, 3,600 an hour")
+    jobs: GeneratedJobs
+    rate: ArrivalRate
     gpus: dict[GPUs, Weight]               # job size in GPUs → relative weight
     duration: Durations
     tenants: dict[Name, Weight] = {"default": 1.0}
-    deferrable: number(ge="0", le="1", why="a share of the jobs") = 0.0
+    deferrable: Share = 0.0
     start: Time = 0.0                      # no arrival before this
-    time_limit: number(ge="1", le="1000", why="a multiple of the job's duration") | None = None
+    time_limit: TimeLimitFactor | None = None
 
     @model_validator(mode="after")
     def _bounded(self) -> "Generator":
@@ -103,27 +115,27 @@ class Reservation(Strict):
 class Scheduler(Strict):
     policy: Literal["fifo", "backfill", "priority"] = "backfill"
     placement: Literal["topology", "first-fit"] = "topology"
-    depth: number(integer=True, ge="1", le="100000", why="jobs a backfill pass tests; SLURM's default is 100") = 100
+    depth: BackfillDepth = 100
     fair_share: dict[Name, Weight] = {}    # tenant → share (default: equal)
-    half_life: number("time", gt="0 s", le="3650 d", why="decay of past usage; SLURM's default is 7 days") = 7 * 86400.0
+    half_life: HalfLife = 7 * 86400.0
     reservation: Reservation | None = None
 
 
 class Carbon(Strict):
     hourly: Flag = False                   # hourly profiles where the catalog has one (grid_hourly.yaml)
-    start_month: number(integer=True, ge="1", le="12", why="January to December") = 1
+    start_month: Month = 1
     aware: Flag = False                    # hold deferrable jobs for cleaner hours
-    max_delay: number("time", gt="0 s", le="30 d", why="a hold beyond a month is no deferral") = 12 * 3600.0
+    max_delay: MaxDelay = 12 * 3600.0
 
 
 class Jobs(Strict):
     templates: dict[Name, Template]
     mix: dict[Name, Weight] = {}           # template weights for generated and trace jobs (default: equal)
     generator: Generator | None = None
-    trace: name_text(4096) | None = None   # a CSV file (docs/operations.md, "Traces"), relative to the scenario
+    trace: TracePath | None = None   # a CSV file (docs/operations.md, "Traces"), relative to the scenario
     scheduler: Scheduler = Scheduler()
     horizon: Horizon = 365 * 86400.0
-    seed: number(integer=True, ge="0", le="18446744073709551615", why="a 64-bit seed") = 0
+    seed: Seed = 0
     power_limit: PowerLimit | None = None
     carbon: Carbon = Carbon()
     list: typing.List[Job] = []            # noqa: A003 - the scenario key a user writes
