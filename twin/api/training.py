@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from twin.api.specs import (
     checkpoint_policy_of,
@@ -40,25 +41,6 @@ PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """What a training scenario fixes before a parallel plan is chosen: built once, priced for many plans."""
-    scenario: Scenario
-    cluster: ClusterSpec
-    model: ModelSpec
-    efficiency: Efficiency
-    stack: StackProfile
-    ops: OperatorModel
-    finetune: FinetuneSpec
-    fp8_recipe: str
-    facility: Facility               # the cluster at its site, its own country only (estimates)
-
-    @property
-    def request(self) -> PlanRequest:
-        """The parallel plan the scenario itself asks for."""
-        return plan_request_of(self.scenario.training.parallelism, self.stack)
-
-
-@dataclass(frozen=True)
 class Built:
     """Everything derived from a scenario before the clock runs."""
     scenario: Scenario
@@ -76,33 +58,97 @@ class Built:
     fp8_recipe: str
 
 
-def prepare(scenario: Scenario) -> Prepared:
-    """Hardware, model, stack, operator model and site of a training scenario, for any parallel plan."""
-    tr = scenario.training
-    cluster = cluster_of(scenario.cluster)
+@dataclass(frozen=True)
+class Section:
+    """What a training section fixes on a cluster before its plan: model, stack, operator model, method."""
+    model: ModelSpec
+    stack: StackProfile
+    ops: OperatorModel
+    finetune: FinetuneSpec
+    fp8_recipe: str
+
+
+def section_of(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Section:
+    """The model, stack, operator model and fine-tuning method of a training section on a cluster's GPU."""
     model = model_of(tr.model)
     gpu = cluster.node.gpu
     try:
         gpu.peak(tr.precision)
     except KeyError:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
-        raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
+        raise ScenarioError(f"{where}.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
     stack = stack_of(tr)
-    efficiency = Efficiency.calibrated(scenario.efficiency)
     fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
                         attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
-    site = replace(site_of(scenario.site, gpu.name), compare=())
-    return Prepared(scenario, cluster, model, efficiency, stack, ops, finetune_of(tr, model), fp8_recipe,
-                    facility(cluster, site, CommModel(cluster, efficiency).summary()))
+    return Section(model, stack, ops, finetune_of(tr, model), fp8_recipe)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A training section compiled for a set of GPUs: model, plan, stack, operator model and memory.
+
+    Where its groups land is the caller's: ``costs`` prices the step on any placement.
+    """
+    training: Training
+    model: ModelSpec
+    plan: ParallelPlan
+    stack: StackProfile
+    ops: OperatorModel
+    memory: MemoryBreakdown
+    finetune: FinetuneSpec
+    fp8_recipe: str
+
+    def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
+        """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""
+        return step_costs(self.model, self.plan, self.ops, comm, placement, self.stack, self.finetune)
+
+
+def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Compiled:
+    """Model, plan over the cluster's working GPUs, stack, operator model and memory of a training section."""
+    s = section_of(tr, cluster, efficiency, where)
+    plan = resolve_plan(plan_request_of(tr.parallelism, s.stack), s.model, cluster, tr.global_batch, tr.seq_len)
+    memory = memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe)
+    return Compiled(tr, s.model, plan, s.stack, s.ops, memory, s.finetune, s.fp8_recipe)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A training scenario before its parallel plan is chosen: built once, priced for many plans."""
+    scenario: Scenario
+    cluster: ClusterSpec
+    efficiency: Efficiency
+    section: Section
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.section.model
+
+    @property
+    def request(self) -> PlanRequest:
+        """The parallel plan the scenario itself asks for."""
+        return plan_request_of(self.scenario.training.parallelism, self.section.stack)
+
+    @cached_property
+    def facility(self) -> Facility:
+        """The cluster at its site, its own country only: what ``estimate`` charges a run."""
+        site = replace(site_of(self.scenario.site, self.cluster.node.gpu.name), compare=())
+        return facility(self.cluster, site, CommModel(self.cluster, self.efficiency).summary())
+
+
+def prepare(scenario: Scenario) -> Prepared:
+    """Hardware, model, stack, operator model and site of a training scenario, for any parallel plan."""
+    cluster = cluster_of(scenario.cluster)
+    efficiency = Efficiency.calibrated(scenario.efficiency)
+    return Prepared(scenario, cluster, efficiency, section_of(scenario.training, cluster, efficiency))
 
 
 def plan_memory(prepared: Prepared, request: PlanRequest) -> tuple[ParallelPlan, MemoryBreakdown]:
     """The plan and its memory per GPU, without pricing its step: what a search prunes on first."""
-    p, tr = prepared, prepared.scenario.training
-    plan = resolve_plan(request, p.model, p.cluster, tr.global_batch, tr.seq_len)
-    return plan, memory_per_gpu(p.model, plan, tr.precision, p.stack.attention, p.finetune, p.fp8_recipe)
+    s, tr = prepared.section, prepared.scenario.training
+    plan = resolve_plan(request, s.model, prepared.cluster, tr.global_batch, tr.seq_len)
+    return plan, memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe)
 
 
 def build_plan(prepared: Prepared, request: PlanRequest,
@@ -112,13 +158,13 @@ def build_plan(prepared: Prepared, request: PlanRequest,
     ``planned``: the request's ``plan_memory``, when already known. Raises ``InfeasibleError``
     for a plan the model, the batch or the cluster cannot split.
     """
-    p = prepared
+    p, s = prepared, prepared.section
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
     comm = CommModel(p.cluster, p.efficiency, placement)
-    costs = step_costs(p.model, plan, p.ops, comm, placement, p.stack, p.finetune)
-    return Built(p.scenario, p.cluster, p.model, plan, placement, p.efficiency, p.stack, p.ops, comm, costs, memory,
-                 p.finetune, p.fp8_recipe)
+    costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune)
+    return Built(p.scenario, p.cluster, s.model, plan, placement, p.efficiency, s.stack, s.ops, comm, costs, memory,
+                 s.finetune, s.fp8_recipe)
 
 
 def build(scenario: Scenario) -> Built:

@@ -62,6 +62,15 @@ class CommModel:
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
+    @classmethod
+    def on_fabric(cls, fabric: Fabric, cluster: ClusterSpec, efficiency: Efficiency,
+                  placement: Placement | None = None) -> "CommModel":
+        """A model on a fabric already compiled (with ``efficiency``): many jobs placed on one cluster
+        share its routing tables, and a job's share of contended pools is ``fabric.scaled_pools``."""
+        model = cls(cluster, efficiency, placement, fabric.graph)
+        model._cache["fabric"] = fabric
+        return model
+
     @property
     def fabric(self) -> Fabric:
         """The cluster's shared compiled fabric, or this model's own for a graph passed in."""
@@ -87,7 +96,8 @@ class CommModel:
     def _groups_key(self, group: GroupShape) -> tuple:
         """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo."""
         if self.placement is not None and group.kind:
-            return ("placed", self.placement.sizes, self.placement.order, group.kind)
+            p = self.placement
+            return ("placed", p.sizes, p.order, p.nodes, group.kind)
         return ("bare", group.ranks, group.ranks_per_node)
 
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.power.country import carbon_intensity, country, electricity_price, to_eur
+from twin.power.country import carbon_intensity, electricity_price, site_and_compared, to_eur
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,7 @@ def country_rates(codes: list[str], intensity_override: float | None = None,
                   price_override: tuple[float, str] | None = None) -> list[CountryRates]:
     """The site (first code) and each compared country, once each; overrides apply to the site only."""
     out: list[CountryRates] = []
-    seen: set[str] = set()
-    for i, code in enumerate(codes):
-        field = "site.country" if i == 0 else f"site.compare[{i - 1}]"
-        place = country(code, field)
-        if place.alpha2 in seen:
-            continue
-        seen.add(place.alpha2)
+    for i, place in enumerate(site_and_compared(codes)):
         is_site = i == 0
         ci = carbon_intensity(place, intensity_override if is_site else None)
         pr = electricity_price(place, price_override if is_site else None)

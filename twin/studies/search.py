@@ -61,10 +61,12 @@ from twin.workload.model import ModelSpec
 OBJECTIVES = ("time", "cost", "carbon", "energy")
 # The columns of a sweep's table its Pareto front is drawn over (all minimised), by workload:
 # a training run's time, cost and carbon; a serving deployment's p99 time to first token and
-# its cost and carbon per million output tokens.
+# its cost and carbon per million output tokens; a shared cluster's p90 wait and the energy
+# cost and carbon of the whole cluster.
 SWEEP_OBJECTIVES = {
     "training": ("time_to_train_s", "site_total_cost_eur", "site_carbon_kg"),
     "serving": ("ttft_s.p99", "site_cost_per_million_output_tokens_eur", "site_carbon_per_million_output_tokens_kg"),
+    "operations": ("wait_s.all.p90", "site_energy.cluster.energy_cost_eur", "site_energy.cluster.carbon_kg"),
 }
 MICROBATCHES = (1, 2, 4, 8, 16)
 MAX_VIRTUAL_STAGES = 8
@@ -166,7 +168,8 @@ def sweep_objectives(table) -> tuple[str, ...]:
     """The objectives of a sweep's Pareto front (a pyarrow table of its rows): its workload's, those
     some row has a value for."""
     names = table.column_names
-    workload = "serving" if "workload" in names and "serving" in table.column("workload").to_pylist() else "training"
+    kinds = set(table.column("workload").to_pylist()) if "workload" in names else set()
+    workload = next((w for w in ("serving", "operations") if w in kinds), "training")
     return tuple(o for o in SWEEP_OBJECTIVES[workload] if o in names and table.column(o).null_count < table.num_rows)
 
 
