@@ -290,3 +290,16 @@ def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
                 assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
                 assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
         assert shared.summary() == fresh.summary()
+
+
+def test_a_fabric_with_scaled_pools_prices_its_own_rates():
+    """Rates memoised on a fabric are not reused by a copy whose switch pools have less capacity."""
+    from twin.network.fabric import cluster_fabric
+
+    cluster = cluster_spec(Cluster(node="dgx-h100", nodes=8, fabric={"topology": "fat-tree", "nodes_per_su": 2,
+                                                                     "oversubscription": 4}))
+    shape = GroupShape(8, 1)                         # one GPU per node: every ring step crosses the spines
+    base = CommModel(cluster, EFF).all_reduce_s(GIB4, shape)
+    quarter = CommModel.on_fabric(cluster_fabric(cluster, EFF).scaled_pools(0.25), cluster, EFF)
+    assert quarter.all_reduce_s(GIB4, shape) > 3 * base
+    assert CommModel(cluster, EFF).all_reduce_s(GIB4, shape) == base
