@@ -268,6 +268,7 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
 
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
+    sharded: dict[ChunkWork, tuple[float, float]] = {}      # chunks alike (the middle ones) priced once
     for i, n in enumerate(layers):
         first, last = i == 0, i == len(layers) - 1
         fwd = n * (fwd_l + fcomm_l + launch_f)
@@ -282,8 +283,10 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
                          embed_fwd if first else 0.0, head_fwd if last else 0.0,
                          model.embedding_params / t if first else 0.0,
                          model.head_params / t if last else 0.0)
-        dp_fwd, dp_bwd = sharded_extra_s(work, model, plan, comm, placement, stack, unit_param_bytes,
-                                         unit_grad_bytes, slowdown)
+        if work not in sharded:
+            sharded[work] = sharded_extra_s(work, model, plan, comm, placement, stack, unit_param_bytes,
+                                            unit_grad_bytes, slowdown)
+        dp_fwd, dp_bwd = sharded[work]
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
                                 dp_fwd, dp_bwd))
 

@@ -179,7 +179,12 @@ class CommModel:
 
     def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
         """The fastest candidate at ``size_bytes``: (seconds, algorithm); each phase costs
-        ``latency + volume · S / bandwidth`` (``PhaseRate.time_s``)."""
+        ``latency + volume · S / bandwidth`` (``PhaseRate.time_s``). A step asks for the same
+        collective once per layer: answers are kept on this model."""
+        key = (op, size_bytes, group, algorithm)
+        best = self._cache.get(key)
+        if best is not None:
+            return best
         best = (float("inf"), "")
         for name, phases in self._candidates(op, group, algorithm):
             t = sum([latency + volume * size_bytes / bandwidth for latency, volume, bandwidth in phases])
@@ -187,6 +192,7 @@ class CommModel:
                 best = (t, name)
         if not best[1]:
             raise ValueError(f"algorithm {algorithm!r} does not apply to {op} over {group}")
+        self._cache[key] = best
         return best
 
     # -- collectives ----------------------------------------------------------------------
