@@ -34,6 +34,7 @@ PAGES = {               # page → (title, window height in px, scenario shown)
     "step": ("Training step", 1250, "superpod.yaml"),
     "job": ("Job", 1350, "llama3-405b-16k.yaml"),      # failures simulated
     "compare": ("Compare", 1350, "superpod.yaml"),
+    "study": ("Study", 1700, "superpod.yaml"),         # a live sweep of the site's country and PUE
 }
 WIDTH = 1600
 

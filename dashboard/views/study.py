@@ -11,7 +11,17 @@ from dashboard.views import figure, needs_result
 from twin.figures import study as figs
 
 RUN, LOAD = "Run a small sweep of this scenario", "Load a results directory"
-DEFAULT_VARIES = ("site.country=FR,DE,US,SE,PL", "site.pue=1.1,1.3,1.5")
+COUNTRIES = "site.country=FR,DE,US,SE,PL"
+
+
+def _default_varies(raw: dict) -> tuple[str, str]:
+    """Half the cluster and the whole of it, across five countries: time against cost and carbon."""
+    cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+    nodes = cluster.get("nodes")
+    if isinstance(nodes, int) and nodes > 1:
+        spares = cluster.get("spare_nodes", 0) if isinstance(cluster.get("spare_nodes"), int) else 0
+        return f"cluster.nodes={max(spares + 1, nodes // 2)},{nodes}", COUNTRIES
+    return COUNTRIES, "site.pue=1.1,1.3,1.5"
 
 
 def render(ctx: Context) -> None:
@@ -33,9 +43,10 @@ def _run(ctx: Context) -> str | None:
         needs_result(ctx)
         return None
     left, right = st.columns(2)
-    first = left.text_input("Vary (KEY=V1,V2,…; ranges A..B:STEP)", DEFAULT_VARIES[0], key="study.vary1",
+    defaults = _default_varies(ctx.raw)
+    first = left.text_input("Vary (KEY=V1,V2,…; ranges A..B:STEP)", defaults[0], key="study.vary1",
                             bind="query-params")
-    second = right.text_input("…and (optional)", DEFAULT_VARIES[1], key="study.vary2", bind="query-params")
+    second = right.text_input("…and (optional)", defaults[1], key="study.vary2", bind="query-params")
     closed = st.toggle("Closed-form step (faster; the job and its failures are still simulated)", value=True,
                        key="study.closed_form", bind="query-params")
     varies = [v.strip() for v in (first, second) if v.strip()]
