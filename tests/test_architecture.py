@@ -61,3 +61,16 @@ def test_imports_point_down_the_flow():
             if layer_of(target) > layer_of(here):
                 violations.append(f"{here} imports {target}")
     assert not violations, "upward imports:\n" + "\n".join(violations)
+
+
+DASHBOARD_VIEWS = PACKAGE.parent / "dashboard" / "views"
+VIEW_MAY_IMPORT = {"twin.api", "twin.report", "twin.figures", "twin.units", "twin.errors"}
+
+
+def test_dashboard_views_import_only_the_twin_entry_points():
+    violations = []
+    for path in sorted(DASHBOARD_VIEWS.glob("*.py")):
+        for target in imports(path):
+            if not any(target == allowed or target.startswith(allowed + ".") for allowed in VIEW_MAY_IMPORT):
+                violations.append(f"dashboard/views/{path.name} imports {target}")
+    assert not violations, "\n".join(violations)

@@ -12,14 +12,17 @@ import tempfile
 from pathlib import Path
 
 from twin import __version__, catalog
-from twin.errors import ScenarioError
+from twin.errors import ScenarioError, TwinError
 from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from twin.api import run_file
-    from twin.report import summary
+    from twin.report import markdown_report, summary, write_markdown
 
+    report = Path(args.report) if args.report else None
+    if report is not None and (report.suffix.lower() != ".md" or report.is_dir()):
+        raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
     result = run_file(args.scenario)
     if args.json:
         print(result.to_json())
@@ -34,6 +37,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.replace(tmp.name, out / "results.json")
         if not args.json:
             print(f"\nwrote {out / 'results.json'}")
+    if report is not None:
+        folder = f"{report.stem}-figures"
+        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
+        if not args.json:
+            print(f"wrote {report} and {len(written) - 1} figures in {report.parent / folder}")
     return 0
 
 
@@ -105,6 +113,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
     run.add_argument("--json", action="store_true", help="print the result record as JSON, nothing else")
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
+    run.add_argument("--report", metavar="FILE.md",
+                     help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
     run.set_defaults(func=_cmd_run)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
@@ -129,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"twin: error: {exc}", file=sys.stderr)
         return 2
+    except TwinError as exc:           # a valid question the twin could not finish answering (no renderer)
+        print(f"twin: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users

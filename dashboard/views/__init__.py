@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import panel
 from dashboard.panel import PAGES, Context
 
 
@@ -36,6 +37,18 @@ def needs_result(ctx: Context) -> bool:
         st.error(f"This what-if does not run: {ctx.error}")
         st.info("Move the knob named above back, or change another one.")
     return False
+
+
+def preview_note(ctx: Context) -> None:
+    """While failure statistics come from fewer samples than the scenario asks for: say so, offer to refine."""
+    preview = ctx.preview
+    if preview is None:
+        return
+    run, asked = preview
+    text, button = st.columns([4, 1], vertical_alignment="center")
+    text.info(f"Failure statistics from {run} of the scenario's {asked} samples while you explore; "
+              f"**Refine** runs all {asked} (slower).", icon=":material/speed:")
+    button.button(f"Refine: {asked} samples", on_click=panel.refine, args=(ctx,), key=f"refine.{ctx.page}")
 
 
 def figure(what: str, fn: Callable[..., Any], *args: Any, available: bool = True,

@@ -1,4 +1,4 @@
-"""Cluster page: the fabric as a picture, and rack power against the rack limit."""
+"""Cluster page: the fabric as a picture, and the rack floor against the rack limit."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import streamlit as st
 
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result
-from twin.figures.power import rack_power_figure
 from twin.figures.fabric import fabric_figure
+from twin.figures.power import hottest_racks, rack_power_figure
 from twin.units import fmt_si
 
 
@@ -30,12 +30,16 @@ def render(ctx: Context) -> None:
     st.subheader("Rack power")
     power = r.get("power") or {}
     limit = power.get("rack_limit_w")
-    racks = power.get("racks")
     cols = st.columns(5)
-    cols[0].metric("Racks", f"{len(racks) if isinstance(racks, list) else racks or 0}",
+    cols[0].metric("Racks", f"{power.get('racks') or 0:,}",
                    help=f"{power.get('nodes_per_rack', '?')} nodes per rack")
     cols[1].metric("Rack peak (IT)", fmt_si(power.get("rack_peak_w", 0.0), "W"))
     cols[2].metric("Rack limit", fmt_si(limit, "W") if limit else "none set")
     cols[3].metric("Racks over the limit", f"{power.get('racks_over_limit', 0)}")
     cols[4].metric("Cluster peak (IT)", fmt_si(r.get("peak_power_it_w", 0.0), "W"))
-    figure("Rack power map", rack_power_figure, r, available=bool(power.get("racks")))
+    if figure("Rack floor", rack_power_figure, r, available=bool(power.get("rack_groups"))):
+        if not limit:
+            st.caption("No rack power limit in the scenario: set `cluster.rack_power_limit` (e.g. `25 kW`) to see "
+                       "each rack against it.")
+        st.markdown("**Hottest racks** (racks that draw alike share a row)")
+        st.dataframe(hottest_racks(r), hide_index=True)
