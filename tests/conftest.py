@@ -22,3 +22,17 @@ BASE = {
 @pytest.fixture
 def base_scenario() -> dict:
     return copy.deepcopy(BASE)
+
+
+# Knob-change times measured in the browser (tests/test_browser.py): scenario → [(knob, seconds until the
+# headline shows it, seconds until the page is done)].
+KNOB_TIMINGS = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    timings = config.stash.get(KNOB_TIMINGS, {})
+    if timings:
+        terminalreporter.section("dashboard knob changes (browser)")
+        for scenario, seconds in timings.items():
+            terminalreporter.write_line(f"{scenario}: " + "; ".join(
+                f"{knob} {shown:.2f} s (page done {done:.2f} s)" for knob, shown, done in seconds))
