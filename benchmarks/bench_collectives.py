@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from twin.calibration import Efficiency
-from twin.hardware.specs import cluster_spec
+from twin.api.specs import cluster_of as cluster_spec
 from twin.network.collectives import CommModel
 from twin.hardware import topology
 from twin.scenario import Cluster

@@ -17,10 +17,9 @@ from typing import Any
 
 import yaml
 
-from twin.api import catalog_names, simulate
+from twin.api import Scenario, catalog_names, decode, parse_scenario, simulate, with_overrides
+from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
-from twin.scenario import Scenario, parse_scenario, with_overrides
-from twin.scenario import parse_yaml as scenario_yaml
 from twin.units import SECONDS_PER_MINUTE
 
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
@@ -44,14 +43,12 @@ def digest(text: str) -> str:
 
 
 def decode_upload(name: str, data: bytes, limit_bytes: int) -> str:
-    """An uploaded file's text; a file over ``limit_bytes`` or not UTF-8 text is a ScenarioError."""
+    """An uploaded file's text, with a scenario file's guarantees (UTF-8 text, no binary, bounded size);
+    a file over the dashboard's ``limit_bytes`` or not a scenario's text is a ScenarioError."""
     if len(data) > limit_bytes:
         raise ScenarioError("", f"{name}: {len(data):,} bytes, more than the {limit_bytes:,}-byte upload limit "
                                 "(a scenario is a few kB of YAML)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError("", f"{name}: not a text file (a scenario is UTF-8 YAML)") from None
+    return decode(data, name)
 
 
 def parse_yaml(text: str, source: str) -> dict[str, Any]:

@@ -24,6 +24,18 @@ def base_scenario() -> dict:
     return copy.deepcopy(BASE)
 
 
+def with_(data: dict, **changes) -> dict:
+    """A deep copy of ``data`` with keys replaced, written ``section__key=value``."""
+    out = copy.deepcopy(data)
+    for dotted, value in changes.items():
+        node = out
+        *parents, last = dotted.split("__")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
 # Knob-change times measured in the browser (tests/test_browser.py): scenario → [(knob, seconds until the
 # headline shows it, seconds until the page is done)].
 KNOB_TIMINGS = pytest.StashKey[dict]()

@@ -286,7 +286,7 @@ def test_pinned_what_ifs_travel_in_the_url_and_the_report_downloads(tab, browser
 
 @pytest.mark.parametrize("content, expected", [
     (b"cluster: [1, 2\n", "malformed YAML at line"),
-    (b"\xff\xfe\x00binary", "not a text file"),
+    (b"\xff\xfe\x00binary", "UTF-16 text; save it as UTF-8"),
 ])
 def test_a_bad_upload_shows_its_one_line_error(tab, content, expected):
     tab.go("overview")

@@ -12,7 +12,7 @@ from twin.api import build, run_dict
 from twin.calibration import Efficiency
 from twin.figures.fabric import fabric_figure
 from twin.hardware import topology as T
-from twin.hardware.specs import cluster_spec
+from twin.api.specs import cluster_of as cluster_spec
 from twin.network.collectives import CommModel
 from twin.network.describe import describe
 from twin.network.flows import max_min_rates
@@ -160,21 +160,21 @@ def test_oversubscription_slows_a_data_parallel_plan_and_not_a_plan_inside_a_pod
     pod_full = run_dict(_scenario(16, 8, 4, 1))
     pod_over = run_dict(_scenario(16, 8, 4, 1, oversubscription=7))
     assert pod_over.step_time_s == pytest.approx(pod_full.step_time_s, rel=1e-9)
-    assert pod_full.fabric["groups"]["pipeline"]["reach"] == "leaf"
+    assert pod_full.fabric.groups["pipeline"].reach == "leaf"
 
 
 def test_result_reports_where_groups_land():
     r = run_dict(_scenario(16, 8, 2, 8, topology="rail-optimized-fat-tree"))
     f = r.fabric
-    assert f["gpus"] == 128 and f["scalable_units"] == 5      # 16 nodes + UFM in SUs of 4 slots
-    assert f["leaves"] == 5 * 8 and f["spines"] == 4
-    assert f["bisection_Bps"] == pytest.approx(f["injection_Bps"] / 2)
-    assert f["groups"]["tensor"]["reach"] == "node" and not f["groups"]["tensor"]["crosses_nodes"]
+    assert f.gpus == 128 and f.scalable_units == 5      # 16 nodes + UFM in SUs of 4 slots
+    assert f.leaves == 5 * 8 and f.spines == 4
+    assert f.bisection_Bps == pytest.approx(f.injection_Bps / 2)
+    assert f.groups["tensor"].reach == "node" and not f.groups["tensor"].crosses_nodes
     # DP over 8 consecutive nodes on one rail, two SUs: through the spines
-    assert f["groups"]["data"]["crosses_nodes"]
-    assert f["groups"]["data"]["reach"] == "spine"
+    assert f.groups["data"].crosses_nodes
+    assert f.groups["data"].reach == "spine"
     assert "tensor" in describe(f) and "bisection" in describe(f)
-    fig = fabric_figure(f)
+    fig = fabric_figure(r.to_dict()["fabric"])
     assert len(fig.data) >= 4 and "spines" in fig.layout.title.text
 
 

@@ -20,7 +20,7 @@ def test_france_and_germany_differ_by_the_ratio_of_their_intensities():
     data["site"] = {"country": "FR", "pue": 1.2, "compare": ["DE"]}
     r = run_dict(data)
     ratio = r.carbon_kg["DE"] / r.carbon_kg["FR"]
-    assert ratio == pytest.approx(r.carbon_intensity_g_per_kwh["DE"] / r.carbon_intensity_g_per_kwh["FR"])
+    assert ratio == pytest.approx(r.power.intensity()["DE"] / r.power.intensity()["FR"])
     assert ratio == pytest.approx(6.8, abs=0.05)                    # 380.95 / 56.04 g/kWh (Ember 2023)
 
 
@@ -34,8 +34,8 @@ def test_override_applies_to_the_site_only():
     data = copy.deepcopy(BASE)
     data["site"] = {"country": "FR", "pue": 1.2, "compare": ["DE"], "carbon_intensity": "100 g/kWh"}
     r = run_dict(data)
-    assert r.carbon_intensity_g_per_kwh["FR"] == 100.0
-    assert r.carbon_intensity_g_per_kwh["DE"] == pytest.approx(380.95, abs=0.1)
+    assert r.power.intensity()["FR"] == 100.0
+    assert r.power.intensity()["DE"] == pytest.approx(380.95, abs=0.1)
     assert "override" in r.sources["carbon_intensity.FR"]
 
 

@@ -146,8 +146,8 @@ def test_invalid_knob_shows_the_key_beside_the_knobs():
 @pytest.mark.parametrize("content, expected", [
     (b"cluster: [1, 2\n", "malformed YAML at line"),
     (b"- just\n- a list\n", "must be a YAML mapping"),
-    (b"\xff\xfe\x00binary", "not a text file"),
-    (b"[" * 1200 + b"]" * 1200, "internal error: RecursionError"),       # any exception: one line
+    (b"\xff\xfe\x00binary", "UTF-16 text; save it as UTF-8"),
+    (b"[" * 1200 + b"]" * 1200, "nested more than"),
     (b"#" * (2**20 + 1), "upload limit"),
 ], ids=["syntax", "list", "binary", "nested", "too-large"])
 def test_invalid_upload_shows_an_error(content, expected):
@@ -157,6 +157,23 @@ def test_invalid_upload_shows_an_error(content, expected):
     assert not at.exception
     assert any(expected in e.value and "\n" not in e.value for e in at.sidebar.error)
     assert at.main.error, "the page says why there is no result"
+
+
+def test_a_job_that_does_not_finish_shows_an_error_in_place_of_the_headline():
+    raw = yaml.safe_load((ROOT / "scenarios" / "superpod.yaml").read_text())
+    raw["failures"]["horizon"] = "2 d"                             # the run takes about 23 days
+    at = app()
+    at.sidebar.get("file_uploader")[0].set_value(("short.yaml", yaml.safe_dump(raw).encode(), "application/x-yaml"))
+    at.run()
+    assert not at.exception and not at.metric
+    assert at.main.error[0].value.startswith("**The job does not finish**")
+    assert "horizon" in at.main.error[0].value
+
+
+def test_anything_that_raises_while_simulating_is_one_line():
+    answer = core.evaluate({"name": (n for n in range(3))})          # a value no YAML file holds
+    assert answer["result"] is None
+    assert answer["error"].startswith("internal error: TypeError: ") and "\n" not in answer["error"]
 
 
 def test_upload_with_a_wrong_key_names_it():

@@ -173,8 +173,10 @@ def test_a_plan_that_does_not_fit_says_by_how_much_and_what_would_fit():
                                               memory_advice=["ZeRO stage 3 would fit (61.0 GiB)"]))
     assert problem.title == "The plan does not fit in GPU memory"
     assert "10.0 GiB over" in problem.detail and problem.suggestions == ("ZeRO stage 3 would fit (61.0 GiB)",)
-    never = overview.infeasibility(headline(time_to_train_s=None))
-    assert never.title == "The job never finishes" and never.suggestions
+    never = overview.infeasibility(headline(finished=False, warnings=[
+        "did not finish: of 20 samples, 20 reached the 5.0 years horizon (failures.horizon); the times are lower bounds"]))
+    assert never.title == "The job does not finish" and never.detail.startswith("of 20 samples, 20 reached")
+    assert any("failures.horizon" in s for s in never.suggestions)
     assert overview.infeasibility(headline()) is None
 
 

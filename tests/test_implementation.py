@@ -160,4 +160,4 @@ def test_contention_never_speeds_a_run_and_vanishes_when_compute_keeps_its_speed
     free = run_dict({**data, "efficiency": {"overlap_compute": 1.0}})
     shared = run_dict(data)
     assert shared.step_time_s > free.step_time_s
-    assert free.step_breakdown_s["dp_comm"] == pytest.approx(0.0, abs=1e-9)   # traffic fully hidden
+    assert free.step.dp_comm_s == pytest.approx(0.0, abs=1e-9)   # traffic fully hidden

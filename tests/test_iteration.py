@@ -110,12 +110,12 @@ def test_gradient_reduction_overlaps_the_backward():
 
 def test_breakdown_sums_to_step_and_matches_closed_form():
     data = yaml.safe_load(SUPERPOD.read_text())
-    for change in ({}, {"training.parallelism.virtual_stages": 2}, {"training.parallelism.zero": 3},
+    for change in ({}, {"training.parallelism.virtual_stages": 2, "training.parallelism.schedule": "interleaved"}, {"training.parallelism.zero": 3},
                    {"training.parallelism.overlap_grad_reduce": False}):
         b = build(parse_scenario(with_overrides(data, change)))
         des = simulate_iteration(b.costs, b.plan).breakdown
         closed = step_time(b.costs, b.plan)
-        assert sum(des.as_dict().values()) == pytest.approx(des.step_s)
+        assert sum(des.parts().values()) == pytest.approx(des.step_s)
         assert des.step_s == pytest.approx(closed.step_s, rel=0.02)
 
 
@@ -126,9 +126,32 @@ def test_identical_plans_are_simulated_once():
 
 def test_result_carries_one_step_timeline():
     data = yaml.safe_load(SUPERPOD.read_text())
-    r = run_dict(data)
-    kinds = {s["kind"] for s in r.step_timeline}
+    timeline = run_dict(data).to_dict()["step_timeline"]
+    kinds = {s["kind"] for s in timeline}
     assert kinds <= {"forward", "backward", "send", "dp_comm", "optimizer"}
     assert {"forward", "backward", "optimizer"} <= kinds
-    assert max(s["end_s"] for s in r.step_timeline) == pytest.approx(r.step_time_s)
-    assert set(r.step_timeline[0]) == {"stage", "microbatch", "chunk", "kind", "start_s", "end_s"}
+    assert max(s["end_s"] for s in timeline) == pytest.approx(run_dict(data).step_time_s)
+    assert set(timeline[0]) == {"stage", "microbatch", "chunk", "kind", "start_s", "end_s"}
+
+
+@pytest.mark.parametrize("change", [
+    {"training.global_batch": 4096},                                              # 1 stage, 256 micro-batches
+    {"training.global_batch": 4096, "training.parallelism.pipeline": 4},
+    {"training.global_batch": 8192, "training.parallelism.pipeline": 4, "training.parallelism.virtual_stages": 2,
+     "training.parallelism.schedule": "interleaved"},
+    {"training.global_batch": 2048, "training.parallelism.pipeline": 8, "training.parallelism.schedule": "gpipe"},
+])
+def test_a_long_step_is_extended_exactly_from_its_steady_state(change):
+    """Many micro-batches are played in the steady state and extended linearly: the same breakdown as playing all."""
+    from twin.engine.iteration import _plan_key, _simulate
+
+    data = {"cluster": {"node": "dgx-h100", "nodes": 2},
+            "training": {"model": "llama2-7b", "tokens": "1B", "seq_len": 2048, "global_batch": 64,
+                         "parallelism": {"tensor": 1, "pipeline": 1}}}
+    b = build(parse_scenario(with_overrides(data, change)))
+    assert b.plan.microbatches > 32
+    extended = simulate_iteration(b.costs, b.plan).breakdown
+    played = _simulate(b.costs, *_plan_key(b.plan, b.plan.microbatches)).breakdown
+    for part, value in played.parts().items():
+        assert extended.parts()[part] == pytest.approx(value, rel=1e-9, abs=1e-12), part
+    assert extended.step_s == pytest.approx(played.step_s, rel=1e-12)

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from twin.api import build, run_dict, run_file
+from twin.api.specs import checkpoint_policy_of, failure_policy_of
 from twin.engine.failures import failure_profile
 from twin.engine.job import JobSpec, interval_iterations, job_spec, monte_carlo, simulate_job, young_daly_interval_s
 from twin.engine.storage import checkpoint_cost
@@ -33,7 +34,7 @@ def small_cluster(write: str = "30 GB/s", nodes: int = 2) -> dict:
 
 
 def spec_16k(write_s: float = 60.0, spares: int = 10_000, repair_s: float = 48 * 3600, shrink: bool = False,
-             days: float = 54.0, interval: float | str = "auto", restart_s: float = 300.0) -> JobSpec:
+             days: float = 54.0, interval: float | None = None, restart_s: float = 300.0) -> JobSpec:
     """16,384 GPUs (2,048 nodes), a 10 s step, the Llama 3 profile."""
     built = build(parse_scenario(small_cluster()))
     ck = replace(checkpoint_cost(405e9, "bf16", built.cluster, 2048, 16384, False), write_s=write_s, stall_s=write_s,
@@ -57,11 +58,11 @@ def test_llama3_profile_reproduces_table5_rate():
 def test_llama3_run_sees_419_interruptions_per_54_days_with_goodput_above_90_percent():
     r = run_file(LLAMA3)
     f = r.failures
-    per_54_days = f["interruptions"]["mean"] / (r.time_to_train_s / SECONDS_PER_DAY) * 54
+    per_54_days = f.interruptions.mean / (r.time_to_train_s / SECONDS_PER_DAY) * 54
     assert per_54_days == pytest.approx(419, rel=0.03)
     assert r.goodput >= 0.9
-    assert f["goodput"]["p10"] >= 0.9
-    assert f["time_to_train_s"]["p10"] <= r.time_to_train_s <= f["time_to_train_s"]["p90"]
+    assert f.goodput.p10 >= 0.9
+    assert f.time_to_train_s.p10 <= r.time_to_train_s <= f.time_to_train_s.p90
     assert r.time_to_train_s > r.ideal_time_to_train_s
     assert r.gpu_hours == pytest.approx(r.gpus_used * r.time_to_train_s / 3600)
 
@@ -128,7 +129,9 @@ def test_checkpoint_write_time_follows_storage_bandwidth():
 def _job_args(data: dict):
     scenario = parse_scenario(data | {"failures": {"enabled": True}})
     b = build(scenario)
-    return scenario, b.cluster, b.model.params, b.plan.gpus, b.plan.data, b.plan.tokens_per_step, 10.0
+    tr = scenario.training
+    return (failure_policy_of(scenario.failures, scenario.cluster), checkpoint_policy_of(tr.checkpoint), b.cluster,
+            b.model.params, tr.precision, tr.tokens, b.plan.gpus, b.plan.data, b.plan.tokens_per_step, 10.0)
 
 
 def test_asynchronous_checkpoints_stall_less():
@@ -148,7 +151,7 @@ def test_same_scenario_same_numbers_and_seed_matters():
     assert a.to_dict() == b.to_dict()
     data["failures"]["seed"] = 4
     c = run_dict(data)
-    assert c.failures["time_to_train_s"] != a.failures["time_to_train_s"]
+    assert c.failures.time_to_train_s != a.failures.time_to_train_s
 
 
 def test_failures_off_means_ideal_time():
@@ -157,7 +160,8 @@ def test_failures_off_means_ideal_time():
     r = run_dict(data)
     assert r.time_to_train_s == r.ideal_time_to_train_s
     assert r.interruptions == 0 and r.goodput == 1.0
-    assert r.timeline["segments"] == [{"start_s": 0.0, "end_s": r.ideal_time_to_train_s, "phase": "train"}]
+    assert r.to_dict()["timeline"]["segments"] == [{"start_s": 0.0, "end_s": r.ideal_time_to_train_s, "phase": "train",
+                                                    "checkpoints": 0, "checkpoint_s": 0.0}]
 
 
 def test_timeline_covers_the_run_without_gaps():
@@ -165,14 +169,14 @@ def test_timeline_covers_the_run_without_gaps():
     data["failures"] = {"enabled": True, "seed": 1, "samples": 3, "rate_scale": 20}
     data["cluster"]["spare_nodes"] = 0
     r = run_dict(data)
-    segments, events = r.timeline["segments"], r.timeline["events"]
-    assert {s["phase"] for s in segments} <= {"train", "checkpoint", "restart", "repair_wait"}
-    assert {e["kind"] for e in events} <= {"failure", "checkpoint", "restart"}
-    assert segments[0]["start_s"] == 0
-    assert all(a["end_s"] == pytest.approx(b["start_s"]) for a, b in zip(segments, segments[1:]))
-    assert segments[-1]["end_s"] == pytest.approx(r.time_to_train_s, rel=0.05)
-    failures = [e for e in events if e["kind"] == "failure"]
-    assert failures and all(e["component"] for e in failures)
+    segments, events = r.segments, r.events
+    assert {s.phase for s in segments} <= {"train", "checkpoint", "restart", "repair_wait"}
+    assert {e.kind for e in events} <= {"failure", "checkpoint", "restart"}
+    assert segments[0].start_s == 0
+    assert all(a.end_s == pytest.approx(b.start_s) for a, b in zip(segments, segments[1:]))
+    assert segments[-1].end_s == pytest.approx(r.time_to_train_s, rel=0.05)
+    failures = [e for e in events if e.kind == "failure"]
+    assert failures and all(e.component for e in failures)
 
 
 def test_bad_failure_inputs_name_the_key():
@@ -200,14 +204,14 @@ def test_single_sample_replays_its_own_timeline():
     plain = simulate_job(spec, np.random.default_rng(9))
     recorded = simulate_job(spec, np.random.default_rng(9), record=True)
     assert plain.wall_s == recorded.wall_s and plain.interruptions == recorded.interruptions
-    assert sum(1 for e in recorded.events if e["kind"] == "failure") == recorded.interruptions
+    assert sum(1 for e in recorded.events if e.kind == "failure") == recorded.interruptions
 
 
 def test_long_runs_fold_checkpoints_into_train_segments():
     data = yaml.safe_load(SUPERPOD.read_text())
     data["failures"] = {"enabled": True, "seed": 2, "samples": 1}
     r = run_dict(data)
-    train = [s for s in r.timeline["segments"] if s["phase"] == "train"]
-    assert sum(s["checkpoints"] for s in train) > 2000                 # too many to list one by one
-    assert sum(s["checkpoint_s"] for s in train) == pytest.approx(r.failures["checkpoint_s"]["p50"])
-    assert not [s for s in r.timeline["segments"] if s["phase"] == "checkpoint"]
+    train = [s for s in r.segments if s.phase == "train"]
+    assert sum(s.checkpoints for s in train) > 2000                 # too many to list one by one
+    assert sum(s.checkpoint_s for s in train) == pytest.approx(r.failures.checkpoint_s.p50)
+    assert not [s for s in r.segments if s.phase == "checkpoint"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import subprocess
 import sys
@@ -10,8 +9,9 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, SCENARIOS
+from tests.conftest import BASE, ROOT, SCENARIOS, with_
 from twin.api import run_dict
+from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
 from twin.errors import ScenarioError
 from twin.hardware.specs import gpu_spec, node_spec
@@ -32,17 +32,6 @@ def superpod() -> dict:
 @pytest.fixture(scope="module")
 def superpod_result():
     return run_dict(superpod())
-
-
-def with_(data: dict, **changes) -> dict:
-    out = copy.deepcopy(data)
-    for dotted, value in changes.items():
-        node = out
-        *parents, last = dotted.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-    return out
 
 
 # -- devices ------------------------------------------------------------------------------
@@ -89,13 +78,13 @@ def test_superpod_under_training_load_draws_about_1_2_mw(superpod_result):
     """The 127-node DGX H100 SuperPOD's published draw is about 1.2 MW; within 15%."""
     r = superpod_result
     assert r.avg_power_it_w == pytest.approx(1.2e6, rel=0.15)
-    assert r.power["train_w"] == pytest.approx(1.2e6, rel=0.15)
+    assert r.to_dict()["power"]["train_w"] == pytest.approx(1.2e6, rel=0.15)
     # switches per the reference architecture's 4-SU row: 32 leaves, 16 spines
-    fabric = r.power["infrastructure"]["compute_fabric"]
+    fabric = r.to_dict()["power"]["infrastructure"]["compute_fabric"]
     assert (fabric["leaf"], fabric["spine"]) == (32, 16)
-    # peak bounds the average and the nodes alone cannot exceed 127 + 4 nodes x 10.2 kW
+    # peak bounds the average and the nodes alone cannot exceed 127 nodes x 10.2 kW
     assert r.avg_power_it_w < r.peak_power_it_w
-    assert r.power["nodes_w"] <= 131 * 10_200
+    assert r.to_dict()["power"]["nodes_w"] <= 127 * 10_200
 
 
 def test_energy_is_power_times_time_and_facility_is_it_times_pue(superpod_result):
@@ -105,8 +94,8 @@ def test_energy_is_power_times_time_and_facility_is_it_times_pue(superpod_result
 
 
 def test_racks_count_and_the_reference_two_dgx_rack_fits_25_kw(superpod_result):
-    p = superpod_result.power
-    assert p["racks"] == math.ceil((127 + 4) / 2)
+    p = superpod_result.to_dict()["power"]
+    assert p["racks"] == math.ceil(127 / 2)
     assert p["rack_peak_w"] == pytest.approx(2 * 10_200)
     assert p["racks_over_limit"] == 0
     assert sum(g["racks"] for g in p["rack_groups"]) == p["racks"]
@@ -115,13 +104,13 @@ def test_racks_count_and_the_reference_two_dgx_rack_fits_25_kw(superpod_result):
 
 def test_four_dgx_per_rack_exceed_a_25_kw_limit_with_a_clear_warning():
     r = run_dict(with_(superpod(), cluster__nodes_per_rack=4))
-    assert r.power["rack_peak_w"] == pytest.approx(4 * 10_200)
+    assert r.to_dict()["power"]["rack_peak_w"] == pytest.approx(4 * 10_200)
     warning = next(w for w in r.warnings if w.startswith("rack power"))
     assert "40.8 kW" in warning and "25.0 kW" in warning and "nodes_per_rack: 2" in warning
 
 
 def test_cap_to_fit_makes_a_rack_peak_exactly_at_its_limit():
-    from twin.hardware.specs import cluster_spec
+    from twin.api.specs import cluster_of as cluster_spec
     from twin.power.energy import cluster_power
     from twin.scenario import parse_scenario
 
@@ -136,7 +125,7 @@ def test_cap_to_fit_makes_a_rack_peak_exactly_at_its_limit():
 def test_switch_power_counts_the_fabric_models_switches(superpod_result):
     """Power and topology describe one network: every leaf, spine, core and storage leaf of Result.fabric."""
     r = superpod_result
-    infra, fab = r.power["infrastructure"], r.fabric
+    infra, fab = r.to_dict()["power"]["infrastructure"], r.to_dict()["fabric"]
     counted = sum(infra[part][tier] for part in ("compute_fabric", "storage_fabric") for tier in ("leaf", "spine", "core"))
     assert counted == fab["leaves"] + fab["spines"] + fab["cores"] + fab["storage_leaves"]
     assert infra["storage_fabric"]["leaf"] == fab["storage_leaves"] == 4     # one storage leaf per 32-node pod
@@ -159,10 +148,10 @@ def test_a_power_cap_lowers_energy_and_lengthens_time(superpod_result):
     assert capped.time_to_train_s > superpod_result.time_to_train_s
     assert capped.energy_it_kwh < superpod_result.energy_it_kwh
     assert capped.peak_power_it_w < superpod_result.peak_power_it_w
-    assert capped.power["gpu_phase_w"]["compute"] == pytest.approx(500.0)
+    assert capped.to_dict()["power"]["gpu_phase_w"]["compute"] == pytest.approx(500.0)
     # only tensor-core work slows: the step grows by less than 1/clock
     slow = capped.step_time_s / superpod_result.step_time_s
-    assert 1.0 < slow < 1.0 / capped.power["power_cap_clock_factor"]
+    assert 1.0 < slow < 1.0 / capped.to_dict()["power"]["power_cap_clock_factor"]
 
 
 def test_a_cap_at_or_below_idle_is_rejected():
@@ -247,24 +236,23 @@ def test_rental_price_adds_to_the_energy_cost(base_scenario):
 # -- timeline ------------------------------------------------------------------------------
 
 def test_power_timeline_integrates_each_phase_at_its_power(superpod_result):
-    from twin.hardware.specs import cluster_spec
+    from twin.api.specs import cluster_of as cluster_spec
     from twin.power.energy import cluster_power
     from twin.scenario import parse_scenario
 
     cluster = cluster_spec(parse_scenario(superpod()).cluster)
     step = StepBreakdown(4.0, 3.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0)
     power = cluster_power(cluster, step, 992, 100e3)
-    segments = [{"start_s": 0, "end_s": 100, "phase": "train", "checkpoint_s": 10},
-                {"start_s": 100, "end_s": 160, "phase": "restart"},
-                {"start_s": 160, "end_s": 200, "phase": "repair_wait"}]
+    segments = [Segment(0, 100, "train", checkpoint_s=10), Segment(100, 160, "restart"),
+                Segment(160, 200, "repair_wait")]
     tl = power_timeline(power, segments)
-    energy = sum((s["end_s"] - s["start_s"]) * s["it_w"] for s in tl)
+    energy = sum((s.end_s - s.start_s) * s.it_w for s in tl)
     expected = 90 * power.it_w("train") + 10 * power.it_w("checkpoint") + 60 * power.it_w("restart") \
         + 40 * power.it_w("repair_wait")
     assert energy == pytest.approx(expected)
     assert power.it_w("repair_wait") < power.it_w("restart") < power.it_w("checkpoint") < power.it_w("train")
     # the result's own timeline covers the run
-    tl = superpod_result.power["timeline"]
+    tl = superpod_result.to_dict()["power"]["timeline"]
     assert tl[0]["start_s"] == 0 and tl[-1]["end_s"] == pytest.approx(superpod_result.time_to_train_s)
 
 
@@ -284,22 +272,31 @@ def test_power_figures_build_from_the_result_dict(superpod_result):
 def test_a_run_with_failures_integrates_its_job_timeline(superpod_result):
     data = with_(superpod(), failures__enabled=True, failures__samples=3, failures__rate_scale=5.0)
     r = run_dict(data)
-    tl = r.power["timeline"]
+    tl = r.to_dict()["power"]["timeline"]
     assert r.interruptions > 0 and any(s["phase"] != "train" for s in tl)
     assert r.energy_it_kwh * 3.6e6 == pytest.approx(sum((s["end_s"] - s["start_s"]) * s["it_w"] for s in tl))
-    by_phase = r.power["energy_by_phase_kwh"]
+    by_phase = r.to_dict()["power"]["energy_by_phase_kwh"]
     assert sum(by_phase.values()) == pytest.approx(r.energy_it_kwh)
     assert by_phase.get("restart", 0) > 0
     # interruptions cost wall time but draw less than training while they last
-    assert r.avg_power_it_w < r.power["train_w"]
+    assert r.avg_power_it_w < r.to_dict()["power"]["train_w"]
     assert r.energy_it_kwh > superpod_result.energy_it_kwh
 
 
 def test_storage_power_is_counted_only_for_a_named_storage_system(superpod_result):
-    assert superpod_result.power["infrastructure"]["storage_w"] == pytest.approx(2.7e12 / 90e9 * 2400)
+    assert superpod_result.to_dict()["power"]["infrastructure"]["storage_w"] == pytest.approx(2.7e12 / 90e9 * 2400)
     data = superpod()
     del data["cluster"]["storage"]
     r = run_dict(data)
-    assert r.power["infrastructure"]["storage_w"] == 0.0
-    assert r.power["infrastructure"]["storage_fabric"]["leaf"] == 0
+    assert r.to_dict()["power"]["infrastructure"]["storage_w"] == 0.0
+    assert r.to_dict()["power"]["infrastructure"]["storage_fabric"]["leaf"] == 0
     assert r.peak_power_it_w < superpod_result.peak_power_it_w
+
+
+def test_one_node_is_charged_no_switches_and_single_switch_one():
+    one = run_dict(with_(BASE, cluster__nodes=1))
+    infra = one.power.infrastructure
+    assert infra.compute_switches.total == 0
+    assert one.peak_power_it_w <= 10_200 + infra.storage_w + 1e-6          # the DGX alone, and its storage
+    single = run_dict(with_(BASE, cluster__fabric={"topology": "single-switch"}))
+    assert single.power.infrastructure.compute_switches.total == 1

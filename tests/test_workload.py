@@ -5,6 +5,7 @@ import copy
 import pytest
 
 from twin.api import build, run_dict
+from twin.errors import InfeasibleError
 from twin.scenario import parse_scenario
 from twin.workload.memory import RUNTIME_RESERVED_BYTES, layer_activation_bytes, memory_per_gpu
 from twin.workload.model import ModelSpec, model_spec
@@ -116,7 +117,7 @@ def test_70b_tensor8_on_one_dgx_does_not_fit_and_says_by_how_much():
     assert r.memory_fits is False
     # 68.98e9 params / 8 × 18 B = 155.2 GB of model states alone, on an 80 GiB GPU
     states = 18 * 68_976_648_192 / 8
-    bd = r.memory_breakdown_bytes
+    bd = r.memory.parts()
     assert bd["weights"] + bd["gradients"] + bd["optimizer"] == pytest.approx(states)
     assert bd["runtime"] == RUNTIME_RESERVED_BYTES
     assert r.memory_per_gpu_bytes > r.memory_capacity_bytes
@@ -158,3 +159,25 @@ def test_idle_gpu_warning_names_the_limit_that_applied(training, reason):
     r = run_dict(data)
     idle = [w for w in r.warnings if "GPUs idle" in w]
     assert len(idle) == 1 and idle[0].endswith(reason), r.warnings
+
+
+def test_auto_data_parallelism_follows_the_interleaved_rule():
+    """16 GPUs, PP4 × 2 virtual stages, batch 24: 4 replicas would leave 6 micro-batches each (not a multiple
+    of 4), so auto takes 3 (8 each) and the scenario runs instead of being refused."""
+    data = copy.deepcopy(BASE)
+    data["training"].update({"global_batch": 24, "parallelism": {"tensor": 1, "pipeline": 4, "virtual_stages": 2}})
+    r = run_dict(data)
+    assert (r.plan.data, r.plan.microbatches, r.plan.schedule) == (3, 8, "interleaved")
+
+
+def test_spare_nodes_are_held_back_from_the_cluster():
+    data = copy.deepcopy(BASE)
+    data["cluster"].update({"nodes": 4, "spare_nodes": 1})
+    data["training"].update({"global_batch": 96, "parallelism": {"tensor": 8, "pipeline": 1}})
+    r = run_dict(data)
+    assert r.gpus_total == 32 and r.plan.data == 3 and r.gpus_used == 24
+    assert not [w for w in r.warnings if "idle" in w]          # the only idle GPUs are the spares asked for
+    assert r.power.cluster.busy_nodes == 3 and r.power.cluster.idle_nodes == 1
+    data["training"]["parallelism"]["data"] = 4
+    with pytest.raises(InfeasibleError, match=r"training.parallelism.data: .*1 spare nodes held back"):
+        run_dict(data)

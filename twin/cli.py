@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
+from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
 
 
@@ -20,28 +19,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from twin.api import run_file
     from twin.report import markdown_report, summary, write_markdown
 
-    report = Path(args.report) if args.report else None
-    if report is not None and (report.suffix.lower() != ".md" or report.is_dir()):
-        raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
+    out = report = None
+    if args.out is not None:                      # checked before the simulation starts
+        out = check_directory(args.out, "--out") / "results.json"
+        check_file(str(out), "--out")
+    if args.report is not None:
+        report = check_file(args.report, "--report")
+        if report.suffix.lower() != ".md":
+            raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
+        check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
     result = run_file(args.scenario)
-    if args.json:
-        print(result.to_json())
-    else:
-        print(summary(result))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        # Written whole or not at all: a temporary file renamed into place.
-        with tempfile.NamedTemporaryFile("w", dir=out, delete=False, suffix=".tmp", encoding="utf-8") as tmp:
-            tmp.write(result.to_json())
-        os.replace(tmp.name, out / "results.json")
+    text = result.to_json() if args.json else summary(result.to_dict())
+    if out is not None:
+        try:
+            write_atomic(out, result.to_json())
+        except OSError as exc:
+            raise ScenarioError("--out", f"cannot write '{out}': {exc.strerror}") from None
         if not args.json:
-            print(f"\nwrote {out / 'results.json'}")
+            text += f"\n\nwrote {out}"
     if report is not None:
         folder = f"{report.stem}-figures"
         written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
         if not args.json:
-            print(f"wrote {report} and {len(written) - 1} figures in {report.parent / folder}")
+            text += ("\n" if out else "\n\n") + f"wrote {report} and {len(written) - 1} figures in {report.parent / folder}"
+    print(text)
     return 0
 
 
@@ -100,6 +101,8 @@ def _cmd_topology(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from twin.validation.report import write_report
 
+    if args.markdown is not None:
+        check_file(args.markdown, "--markdown")
     print(write_report(args.markdown, args.cases))
     return 0
 

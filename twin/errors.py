@@ -15,11 +15,18 @@ class TwinError(Exception):
     """Base class for every error the twin raises deliberately."""
 
 
+# A key path quoted in a message is cut to this many characters (keys may be anything a file holds).
+MAX_FIELD_CHARS = 120
+
+
 class ScenarioError(TwinError):
-    """Bad input: names the field, the value and what is allowed."""
+    """Bad input: names the field, the value and what is allowed, in one line."""
 
     def __init__(self, field: str, message: str):
+        if len(field) > MAX_FIELD_CHARS:
+            field = field[:MAX_FIELD_CHARS - 1] + "…"
         self.field = field
+        message = " ".join(str(message).split())          # one line, whatever the value held
         super().__init__(f"{field}: {message}" if field else message)
 
 

@@ -1,11 +1,9 @@
-"""Human-readable reports of a Result: the terminal summary, the Markdown report with its
+"""Human-readable reports of a result record: the terminal summary, the Markdown report with its
 figures as PNG, and catalog tables."""
 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from twin.figures.images import png_images
 from twin.figures.job import job_progress_figure, time_to_train_figure
 from twin.figures.overview import country_rows, headline_metrics, infeasibility, memory_figure, plan_rows
 from twin.figures.power import country_comparison_figure
-from twin.results import Result
+from twin.outputs import write_atomic
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 
@@ -31,74 +29,83 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def summary(r: Result) -> str:
-    """The terminal summary of a run: every number with its unit."""
-    out = [f"twin — {r.scenario}", ""]
-    out.append(f"Cluster       {r.gpus_total:,} GPUs, {r.gpus_used:,} used; plan {r.plan.get('description', '')}")
-    bd = r.memory_breakdown_bytes
-    fit = "fits" if r.memory_fits else "DOES NOT FIT"
-    out.append(f"Memory/GPU    {fmt_bytes(r.memory_per_gpu_bytes)} of {fmt_bytes(r.memory_capacity_bytes)} — {fit} "
-               f"(weights {fmt_bytes(bd.get('weights', 0))}, grads {fmt_bytes(bd.get('gradients', 0))}, "
-               f"optimizer {fmt_bytes(bd.get('optimizer', 0))}, activations {fmt_bytes(bd.get('activations', 0))}, "
-               f"runtime {fmt_bytes(bd.get('runtime', 0))})")
-    out.append(f"Step          {r.step_time_s:.3f} s for {r.tokens_per_step:,} tokens; bottleneck: {r.bottleneck}")
-    parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r.step_breakdown_s.items() if v > 0)
+def summary(record: dict[str, Any]) -> str:
+    """The terminal summary of a run's JSON record (``Result.to_dict()``): every number with its unit."""
+    r = record
+    out = [f"twin — {r['scenario']}", ""]
+    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}")
+    bd = r["memory_breakdown_bytes"]
+    fit = "fits" if r["memory_fits"] else "DOES NOT FIT"
+    out.append(f"Memory/GPU    {fmt_bytes(r['memory_per_gpu_bytes'])} of {fmt_bytes(r['memory_capacity_bytes'])} — {fit} "
+               f"(weights {fmt_bytes(bd['weights'])}, grads {fmt_bytes(bd['gradients'])}, "
+               f"optimizer {fmt_bytes(bd['optimizer'])}, activations {fmt_bytes(bd['activations'])}, "
+               f"runtime {fmt_bytes(bd['runtime'])})")
+    out.append(f"Step          {r['step_time_s']:.3f} s for {r['tokens_per_step']:,} tokens; bottleneck: {r['bottleneck']}")
+    parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r["step_breakdown_s"].items() if v > 0)
     out.append(f"              {parts}")
-    out.append(f"Throughput    {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} tokens/s/GPU); "
-               f"{r.model_tflops_per_gpu:.0f} TFLOP/s/GPU model, {r.hardware_tflops_per_gpu:.0f} TFLOP/s/GPU hardware; "
-               f"MFU {r.mfu:.1%}")
-    out.append(f"Time to train {fmt_duration(r.time_to_train_s)} for {fmt_count(r.tokens)} tokens "
-               f"(ideal {fmt_duration(r.ideal_time_to_train_s)}; {r.interruptions:.0f} interruptions, "
-               f"goodput {r.goodput:.1%})")
-    f = r.failures
+    out.append(f"Throughput    {r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU); "
+               f"{r['model_tflops_per_gpu']:.0f} TFLOP/s/GPU model, {r['hardware_tflops_per_gpu']:.0f} TFLOP/s/GPU "
+               f"hardware; MFU {r['mfu']:.1%}")
+    ideal = r["ideal_time_to_train_s"]
+    if r.get("finished", True):
+        out.append(f"Time to train {fmt_duration(r['time_to_train_s'])} for {fmt_count(r['tokens'])} tokens "
+                   f"(ideal {fmt_duration(ideal)}; {r['interruptions']:.0f} interruptions, "
+                   f"goodput {r['goodput']:.1%})")
+    else:
+        out.append(f"Time to train DID NOT FINISH within {fmt_duration(r['time_to_train_s'])} "
+                   f"for {fmt_count(r['tokens'])} tokens (ideal {fmt_duration(ideal)})")
+    f = r["failures"]
     if f:
         ttt = f["time_to_train_s"]
-        over = [fmt_duration(ttt[q] - r.ideal_time_to_train_s) for q in ("p10", "p50", "p90")]
+        over = [fmt_duration(ttt[q] - ideal) for q in ("p10", "p50", "p90")]
         out.append(f"Failures      {f['samples']} samples ({f['profile']}): time over the ideal "
-                   f"(failures, restarts, checkpoints) P10/P50/P90 {' / '.join(over)}; mean time between failures {fmt_duration(f['mtbf_s'])}")
+                   f"(failures, restarts, checkpoints) P10/P50/P90 {' / '.join(over)}; "
+                   f"mean time between failures {fmt_duration(f['mtbf_s'])}")
         swaps = f["spares_used"]
         out.append(f"Checkpoints   every {fmt_duration(f['checkpoint_interval_s'])} "
                    f"({fmt_si(f['checkpoint_bytes'], 'B')}, write {fmt_duration(f['checkpoint_write_s'])}); "
                    f"node swaps P50/P90 {swaps['p50']:.0f}/{swaps['p90']:.0f} from a pool of {f['spare_nodes']} "
                    f"spare or idle nodes (repaired nodes rejoin it); "
                    f"work lost P50 {fmt_duration(f['lost_work_s']['p50'])} in all")
-    reserved = r.power.get("reserved_gpu_hours")
-    out.append(f"GPU-hours     {r.gpu_hours:,.0f} used" + (f", {reserved:,.0f} reserved (every GPU of the cluster, "
-                                                          "spares and idle GPUs included)" if reserved else ""))
-    infra = r.power.get("infrastructure", {})
-    infra_w = infra.get("switches_w", 0) + infra.get("storage_w", 0)
-    out.append(f"Power (IT)    average {fmt_si(r.avg_power_it_w, 'W')}, peak {fmt_si(r.peak_power_it_w, 'W')}; "
-               f"GPU {r.power.get('gpu_avg_w', 0):.0f} W average, busy node {fmt_si(r.power.get('node_avg_w', 0), 'W')}; "
+    p = r["power"]
+    out.append(f"GPU-hours     {r['gpu_hours']:,.0f} used, {p['reserved_gpu_hours']:,.0f} reserved (every GPU of the "
+               "cluster, spares and idle GPUs included)")
+    infra = p["infrastructure"]
+    infra_w = infra["switches_w"] + infra["storage_w"]
+    out.append(f"Power (IT)    average {fmt_si(r['avg_power_it_w'], 'W')}, peak {fmt_si(r['peak_power_it_w'], 'W')}; "
+               f"GPU {p['gpu_avg_w']:.0f} W average, busy node {fmt_si(p['node_avg_w'], 'W')}; "
                f"switches and storage {fmt_si(infra_w, 'W')}")
-    limit = r.power.get("rack_limit_w")
-    out.append(f"Racks         {r.power.get('racks', 0)} racks of {r.power.get('nodes_per_rack', 0)} nodes: "
-               f"busiest {fmt_si(r.power.get('rack_avg_w', 0), 'W')} average, {fmt_si(r.power.get('rack_peak_w', 0), 'W')} peak"
-               + (f" (limit {fmt_si(limit, 'W')}, {r.power.get('racks_over_limit', 0)} over)" if limit else ""))
-    if r.power.get("power_cap_w"):
-        out.append(f"Power cap     {r.power['power_cap_w']:.0f} W per GPU: compute clock "
-                   f"{r.power.get('power_cap_clock_factor', 1):.1%} of uncapped")
-    out.append(f"Energy        IT {r.energy_it_kwh / 1e3:,.1f} MWh, facility {r.energy_facility_kwh / 1e3:,.1f} MWh "
-               f"(PUE {r.pue:.2f}" + (", GPU-hours x TDP accounting" if r.power.get("accounting") == "gpu-tdp" else "")
+    limit = p["rack_limit_w"]
+    out.append(f"Racks         {p['racks']} racks of {p['nodes_per_rack']} nodes: "
+               f"busiest {fmt_si(p['rack_avg_w'], 'W')} average, {fmt_si(p['rack_peak_w'], 'W')} peak"
+               + (f" (limit {fmt_si(limit, 'W')}, {p['racks_over_limit']} over)" if limit else ""))
+    if p["power_cap_w"]:
+        out.append(f"Power cap     {p['power_cap_w']:.0f} W per GPU: compute clock "
+                   f"{p['power_cap_clock_factor']:.1%} of uncapped")
+    out.append(f"Energy        IT {r['energy_it_kwh'] / 1e3:,.1f} MWh, facility {r['energy_facility_kwh'] / 1e3:,.1f} MWh "
+               f"(PUE {r['pue']:.2f}" + (", GPU-hours x TDP accounting" if p["accounting"] == "gpu-tdp" else "")
                + ")")
-    if r.embodied_carbon_kg is not None:
-        amount = f"{r.embodied_carbon_kg / 1e3:,.1f} t" if r.embodied_carbon_kg >= 1e3 else f"{r.embodied_carbon_kg:,.0f} kg"
+    embodied = r["embodied_carbon_kg"]
+    if embodied is not None:
+        amount = f"{embodied / 1e3:,.1f} t" if embodied >= 1e3 else f"{embodied:,.0f} kg"
         out.append(f"Embodied      {amount} CO2e (hardware, amortised over its lifetime)")
-    if r.rental_cost_eur is not None:
-        out.append(f"GPU rental    {r.rental_cost_eur:,.0f} EUR")
+    rental = r["rental_cost_eur"]
+    if rental is not None:
+        out.append(f"GPU rental    {rental:,.0f} EUR")
     rows = []
-    for code, kg in r.carbon_kg.items():
-        price = r.electricity_price_eur_per_kwh.get(code)
-        cost = r.energy_cost_eur.get(code)
-        total = r.total_cost_eur.get(code)
-        rows.append([code + (" (site)" if code == r.country else ""),
-                     f"{r.carbon_intensity_g_per_kwh[code]:.0f} g CO2e/kWh", f"{kg / 1e3:,.1f} t CO2e",
+    for code, kg in r["carbon_kg"].items():
+        price = r["electricity_price_eur_per_kwh"].get(code)
+        cost = r["energy_cost_eur"].get(code)
+        total = r["total_cost_eur"].get(code)
+        rows.append([code + (" (site)" if code == r["country"] else ""),
+                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", f"{kg / 1e3:,.1f} t CO2e",
                      f"{price:.3f} EUR/kWh" if price is not None else "n/a",
                      f"{cost:,.0f} EUR" if cost is not None else "n/a"]
-                    + ([f"{total:,.0f} EUR" if total is not None else "n/a"] if r.rental_cost_eur is not None else []))
+                    + ([f"{total:,.0f} EUR" if total is not None else "n/a"] if rental is not None else []))
     out.append("")
     header = ["country", "intensity", "carbon", "electricity", "energy cost"]
-    out.append(table(rows, header + (["total cost"] if r.rental_cost_eur is not None else [])))
-    for w in r.warnings:
+    out.append(table(rows, header + (["total cost"] if rental is not None else [])))
+    for w in r["warnings"]:
         out.append(f"warning: {w}")
     return "\n".join(out)
 
@@ -170,17 +177,13 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
 
 
 def write_markdown(report: MarkdownReport, path: str | Path) -> list[Path]:
-    """Write the report and its PNG figures beside it, whole or not at all; returns the files written."""
+    """Write the report and its PNG figures beside it, each file whole or not at all (the figures are all
+    drawn before anything is written); returns the files written, the report last."""
     path = Path(path)
-    pngs = png_images(report.figures)
     written = []
-    for name, data in [*pngs.items(), (path.name, report.text.encode("utf-8"))]:
-        target = path.parent / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=target.parent, delete=False, suffix=".tmp") as tmp:
-            tmp.write(data)
-        os.replace(tmp.name, target)
-        written.append(target)
+    for name, data in [*png_images(report.figures).items(), (path.name, report.text)]:
+        write_atomic(path.parent / name, data)
+        written.append(path.parent / name)
     return written
 
 

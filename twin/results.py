@@ -1,30 +1,43 @@
 """The result record: what a run of the twin answers, and its JSON form.
 
-The top-level keys are a user-facing contract (docs/results.md); values are SI
-(seconds, bytes, watts) except where the key names another unit (kWh, kg, EUR,
-TFLOP/s).
+The layers below return typed records (frozen dataclasses); this module alone
+turns them into the JSON record. Its top-level keys are a user-facing contract
+(docs/results.md); values are SI (seconds, bytes, watts) except where the key
+names another unit (kWh, kg, EUR, TFLOP/s).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+from twin.engine.iteration import Span
+from twin.engine.job import Event, FailureSummary, Segment
+from twin.engine.step import StepBreakdown
+from twin.network.collectives import FabricSummary
+from twin.power.assess import PowerAssessment
+from twin.workload.memory import MemoryBreakdown
+from twin.workload.plan import ParallelPlan
+
+# 2: cluster.nodes counts spares (gpus_total and fabric.nodes are the whole cluster); failures.finished_samples.
+SCHEMA_VERSION = 2
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
+    """The answer for a training (or fine-tuning) scenario."""
     scenario: str
-    gpus_total: int
+    gpus_total: int                  # every GPU of the cluster, spares included
     gpus_used: int
     step_time_s: float
     tokens_per_s: float
     model_tflops_per_gpu: float
     hardware_tflops_per_gpu: float
     mfu: float
+    hfu: float                       # hardware FLOPs utilisation (counts recomputation)
     memory_per_gpu_bytes: float
     memory_capacity_bytes: float
     memory_fits: bool
@@ -33,43 +46,193 @@ class Result:
     gpu_hours: float
     interruptions: float
     goodput: float
-    energy_it_kwh: float
-    energy_facility_kwh: float
-    avg_power_it_w: float
-    peak_power_it_w: float
-    carbon_kg: dict[str, float]
-    energy_cost_eur: dict[str, float | None]
-    # -- beyond the contract's minimum ------------------------------------------------
-    schema_version: int = SCHEMA_VERSION
-    country: str = ""
-    tokens: float = 0.0
-    tokens_per_step: int = 0
-    tokens_per_s_per_gpu: float = 0.0
-    hfu: float = 0.0
-    plan: dict[str, Any] = field(default_factory=dict)
-    step_breakdown_s: dict[str, float] = field(default_factory=dict)
-    bottleneck: str = ""
-    memory_breakdown_bytes: dict[str, float] = field(default_factory=dict)
-    memory_advice: list[str] = field(default_factory=list)
-    carbon_intensity_g_per_kwh: dict[str, float] = field(default_factory=dict)
-    electricity_price_eur_per_kwh: dict[str, float | None] = field(default_factory=dict)
-    pue: float = 1.0
-    power: dict[str, Any] = field(default_factory=dict)
-    embodied_carbon_kg: float | None = None            # amortised hardware emissions (site.embodied)
-    total_cost_eur: dict[str, float | None] = field(default_factory=dict)   # energy + GPU rental, per country
-    rental_cost_eur: float | None = None               # reserved GPU-hours x site.gpu_hour_price
-    failures: dict[str, Any] = field(default_factory=dict)
-    timeline: dict[str, Any] = field(default_factory=dict)
-    fabric: dict[str, Any] = field(default_factory=dict)
-    step_timeline: list[dict[str, Any]] = field(default_factory=list)
+    finished: bool                   # False: the job simulation reached its horizon before the end
+    tokens: float
+    tokens_per_step: int
+    country: str
+    pue: float
+    plan: ParallelPlan
+    step: StepBreakdown
+    memory: MemoryBreakdown
+    memory_advice: list[str]
+    power: PowerAssessment
+    fabric: FabricSummary
+    failures: FailureSummary | None = None
+    segments: list[Segment] = field(default_factory=list)      # the median run's timeline
+    events: list[Event] = field(default_factory=list)
+    step_timeline: tuple[Span, ...] = ()
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.gpus_used
+
+    # The headline energy, carbon and cost figures, from the power assessment.
+    @property
+    def energy_it_kwh(self) -> float:
+        return self.power.energy_it_kwh
+
+    @property
+    def energy_facility_kwh(self) -> float:
+        return self.power.energy_facility_kwh
+
+    @property
+    def avg_power_it_w(self) -> float:
+        return self.power.avg_power_it_w
+
+    @property
+    def peak_power_it_w(self) -> float:
+        return self.power.peak_power_it_w
+
+    @property
+    def carbon_kg(self) -> dict[str, float]:
+        return self.power.carbon_kg()
+
+    @property
+    def energy_cost_eur(self) -> dict[str, float | None]:
+        return self.power.energy_cost_eur()
+
+    @property
+    def total_cost_eur(self) -> dict[str, float | None]:
+        return self.power.total_cost_eur()
+
+    @property
+    def rental_cost_eur(self) -> float | None:
+        return self.power.rental_cost_eur
+
+    @property
+    def embodied_carbon_kg(self) -> float | None:
+        return self.power.embodied.total_kg if self.power.embodied else None
+
     def to_dict(self) -> dict[str, Any]:
-        return _finite(asdict(self))
+        return _finite(training_record(self))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def _plain(record: Any) -> Any:
+    """A dataclass record (nested records, lists and maps of them) as plain JSON-able values."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    if isinstance(record, dict):
+        return {k: _plain(v) for k, v in record.items()}
+    if isinstance(record, (list, tuple)):
+        return [_plain(v) for v in record]
+    return record
+
+
+def training_record(r: Result) -> dict[str, Any]:
+    """The JSON record of a training result (docs/results.md)."""
+    pw = r.power
+    return {
+        "scenario": r.scenario,
+        "gpus_total": r.gpus_total,
+        "gpus_used": r.gpus_used,
+        "step_time_s": r.step_time_s,
+        "tokens_per_s": r.tokens_per_s,
+        "model_tflops_per_gpu": r.model_tflops_per_gpu,
+        "hardware_tflops_per_gpu": r.hardware_tflops_per_gpu,
+        "mfu": r.mfu,
+        "memory_per_gpu_bytes": r.memory_per_gpu_bytes,
+        "memory_capacity_bytes": r.memory_capacity_bytes,
+        "memory_fits": r.memory_fits,
+        "ideal_time_to_train_s": r.ideal_time_to_train_s,
+        "time_to_train_s": r.time_to_train_s,
+        "gpu_hours": r.gpu_hours,
+        "interruptions": r.interruptions,
+        "goodput": r.goodput,
+        "energy_it_kwh": pw.energy_it_kwh,
+        "energy_facility_kwh": pw.energy_facility_kwh,
+        "avg_power_it_w": pw.avg_power_it_w,
+        "peak_power_it_w": pw.peak_power_it_w,
+        "carbon_kg": pw.carbon_kg(),
+        "energy_cost_eur": pw.energy_cost_eur(),
+        "schema_version": SCHEMA_VERSION,
+        "finished": r.finished,
+        "country": r.country,
+        "tokens": r.tokens,
+        "tokens_per_step": r.tokens_per_step,
+        "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+        "hfu": r.hfu,
+        "plan": _plain(r.plan) | {"microbatches": r.plan.microbatches, "description": r.plan.describe(),
+                                  "gpus": r.gpus_used},
+        "step_breakdown_s": r.step.parts(),
+        "bottleneck": r.step.bottleneck,
+        "memory_breakdown_bytes": r.memory.parts(),
+        "memory_advice": list(r.memory_advice),
+        "carbon_intensity_g_per_kwh": pw.intensity(),
+        "electricity_price_eur_per_kwh": pw.price(),
+        "pue": r.pue,
+        "power": power_record(pw),
+        "embodied_carbon_kg": pw.embodied.total_kg if pw.embodied else None,
+        "total_cost_eur": pw.total_cost_eur(),
+        "rental_cost_eur": pw.rental_cost_eur,
+        "failures": _plain(r.failures) if r.failures else {},
+        "timeline": {"segments": _plain(r.segments), "events": _plain(r.events)},
+        "fabric": _plain(r.fabric),
+        "step_timeline": _plain(list(r.step_timeline)),
+        "warnings": list(r.warnings),
+        "sources": dict(r.sources),
+    }
+
+
+def power_record(pw: PowerAssessment) -> dict[str, Any]:
+    """``Result.power``: device, node, rack, fabric and country figures of the run (docs/results.md)."""
+    cluster, node, infra, racks = pw.cluster, pw.cluster.node, pw.infrastructure, pw.racks
+    emb = pw.embodied
+
+    def switches(counts) -> dict[str, Any]:
+        return {"leaf": counts.leaf, "spine": counts.spine, "core": counts.core, "source": counts.source}
+
+    return {
+        "accounting": pw.accounting,
+        "gpu_avg_w": cluster.step.gpu_avg_w,
+        "gpu_idle_w": node.gpu.idle_w,
+        "gpu_limit_w": node.gpu.limit_w,
+        "gpu_phase_w": {p: node.gpu.phase_w(p) for p in node.gpu.activity},
+        "step_phases": _plain(cluster.step),
+        "node_avg_w": cluster.busy_node_w("train"),
+        "node_idle_w": node.idle_w,
+        "node_peak_w": node.peak_w,
+        "node_max_w": node.max_w,
+        "host_components_w": node.host.components_w,
+        "busy_nodes": cluster.busy_nodes,
+        "idle_nodes": cluster.idle_nodes,
+        "nodes_w": cluster.nodes_w,
+        "infrastructure": {
+            "compute_fabric": switches(infra.compute_switches),
+            "storage_fabric": switches(infra.storage_switches),
+            "switch_model": infra.switch.name,
+            "switch_w": infra.switch.draw_w(),
+            "switches_w": infra.switches_w,
+            "storage_w": infra.storage_w,
+            "storage_source": infra.storage_source,
+        },
+        "train_w": cluster.it_w("train"),
+        "phase_it_w": {p: cluster.it_w(p) for p in ("train", "checkpoint", "restart", "repair_wait")},
+        "energy_by_phase_kwh": pw.energy_by_phase_kwh,
+        "racks": racks.racks,
+        "nodes_per_rack": racks.nodes_per_rack,
+        "rack_avg_w": racks.avg_w,
+        "rack_peak_w": racks.peak_w,
+        "rack_limit_w": racks.limit_w,
+        "racks_over_limit": racks.over_limit,
+        "rack_groups": _plain(racks.groups),
+        "power_cap_w": pw.power_cap_w,
+        "power_cap_clock_factor": pw.power_cap_clock_factor,
+        "reserved_gpu_hours": pw.reserved_gpu_hours,
+        "rental_cost_eur": pw.rental_cost_eur,
+        "embodied": None if emb is None else {
+            "gpu_kg": emb.gpu_kg, "server_kg": emb.server_kg, "total_kg": emb.total_kg,
+            "per_gpu_kg": emb.spec.gpu_kg, "per_server_kg": emb.spec.server_kg,
+            "lifetime_years": emb.spec.lifetime_years, "utilization": emb.spec.utilization,
+            "source": emb.spec.source},
+        "countries": _plain(pw.countries),
+        "timeline": [{"start_s": s.start_s, "end_s": s.end_s, "phase": s.phase, "it_w": s.it_w,
+                      "checkpoint_s": s.checkpoint_s} for s in pw.timeline],
+    }
 
 
 def _finite(value: Any) -> Any:

@@ -25,6 +25,7 @@ BITS_PER_BYTE = 8.0
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
+SECONDS_PER_YEAR = 365 * SECONDS_PER_DAY
 JOULES_PER_KWH = 3.6e6
 
 
@@ -90,8 +91,10 @@ def parse_quantity(value: object, dimension: str, field: str) -> float:
     if not match:
         raise ScenarioError(field, f"'{value}' is not a number with a unit (write e.g. '{example}')")
     number, unit = float(match.group(1)), match.group(2).replace(" ", "")
-    if unit == "" and not bare_ok:
-        raise ScenarioError(field, f"'{value}' needs a unit (write e.g. '{example}')")
+    if unit == "":
+        if not bare_ok:
+            raise ScenarioError(field, f"'{value}' needs a unit (write e.g. '{example}')")
+        return number
     if unit not in table:
         raise ScenarioError(field, f"unknown unit '{unit}' in '{value}' for a {dimension} (write e.g. '{example}')")
     return number * table[unit]
@@ -125,7 +128,9 @@ def fmt_bytes(n_bytes: float) -> str:
 
 
 def fmt_duration(seconds: float) -> str:
-    """Human duration: '21.3 days', '4.2 h', '35 min', '1.20 s'."""
+    """Human duration: '3.1 years', '21.3 days', '4.2 h', '35 min', '1.20 s'."""
+    if seconds >= 2 * SECONDS_PER_YEAR:
+        return f"{seconds / SECONDS_PER_YEAR:,.1f} years"
     if seconds >= 2 * SECONDS_PER_DAY:
         return f"{seconds / SECONDS_PER_DAY:.1f} days"
     if seconds >= 2 * SECONDS_PER_HOUR:
@@ -139,6 +144,8 @@ def fmt_duration(seconds: float) -> str:
 
 def fmt_count(value: float, digits: int = 3) -> str:
     """A count as scenarios write it: 2e12 → '2T', 1.4e12 → '1.4T', 3e11 → '300B', 5e6 → '5M'."""
+    if abs(value) >= 1e15:
+        return f"{value / 1e12:,.0f}T"
     for suffix, factor in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= factor:
             return f"{value / factor:.{digits}g}{suffix}"

@@ -41,7 +41,7 @@ def render(ctx: Context) -> None:
             st.caption("Changes are against the scenario as written (knobs untouched).")
         preview_note(ctx)
     for warning in r.get("warnings", []):
-        if not (problem and warning.startswith("does not fit")):
+        if not (problem and warning.startswith(("does not fit", "did not finish"))):   # said above
             st.warning(warning)
 
     left, right = st.columns([2, 3], gap="large")

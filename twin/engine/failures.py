@@ -23,6 +23,21 @@ from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
 @dataclass(frozen=True)
+class FailurePolicy:
+    """How failures are drawn and handled (``failures:`` and ``cluster.allow_shrink``), in SI units."""
+    profile: str = "llama3-h100"
+    seed: int = 0
+    samples: int = 1
+    rate_scale: float = 1.0
+    custom_rates: tuple[tuple[str, float], ...] = ()    # (component, failures per device-hour)
+    detection_s: float = 600.0       # failure → the job knows (collective timeout, health checks)
+    relaunch_s: float = 300.0        # reschedule, start processes, initialise communicators
+    repair_mean_s: float = 172800.0  # mean time to repair a node (exponential)
+    horizon_s: float = 5 * 365 * SECONDS_PER_DAY    # the simulation stops here: "did not finish"
+    allow_shrink: bool = False       # after a failure with no spare, go on with fewer replicas
+
+
+@dataclass(frozen=True)
 class Component:
     name: str
     kind: str                        # gpu | hbm | software | network | host

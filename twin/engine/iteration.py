@@ -37,7 +37,7 @@ from functools import lru_cache
 import simpy
 
 from twin.engine.stage_costs import StepCosts
-from twin.engine.step import StepBreakdown
+from twin.engine.step import StepBreakdown, step_time
 from twin.workload.plan import ParallelPlan
 
 FORWARD, BACKWARD = "forward", "backward"
@@ -53,19 +53,12 @@ class Span:
     start_s: float
     end_s: float
 
-    def as_dict(self) -> dict:
-        return {"stage": self.stage, "microbatch": self.microbatch, "chunk": self.chunk, "kind": self.kind,
-                "start_s": self.start_s, "end_s": self.end_s}
-
 
 @dataclass(frozen=True)
 class IterationResult:
     breakdown: StepBreakdown
-    timeline: tuple[Span, ...]
+    timeline: tuple[Span, ...]           # the step as played (its first micro-batches when extended)
     peak_in_flight: tuple[int, ...]      # per stage: most micro-batch chunks whose activations are held at once
-
-    def timeline_dicts(self) -> list[dict]:
-        return [span.as_dict() for span in self.timeline]
 
 
 def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches: int,
@@ -104,13 +97,40 @@ def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches
     return order
 
 
+# Work bounds (docs/engine.md). Past the pipeline's warm-up every further micro-batch adds the
+# same time to a step (the steady state of 1F1B: one forward and one backward of the busiest
+# stage), so a step of many micro-batches is played with STEADY_MICROBATCHES_PER_STAGE · p of
+# them and p fewer, and extended linearly; a schedule of more passes than MAX_SIMULATED_PASSES
+# is timed in closed form (``step.step_time``) and has no timeline.
+STEADY_MICROBATCHES_PER_STAGE = 4
+MIN_SIMULATED_MICROBATCHES = 32
+MAX_SIMULATED_PASSES = 100_000
+
+
 def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
     """Play one step; identical plans and costs are simulated once (cached)."""
-    return _simulate_cached(costs, _plan_key(plan))
+    p, v, m = plan.pipeline, plan.virtual_stages, plan.microbatches
+    played = max(MIN_SIMULATED_MICROBATCHES, STEADY_MICROBATCHES_PER_STAGE * p)
+    played -= played % p
+    if 2 * p * v * min(m, played) > MAX_SIMULATED_PASSES:
+        return IterationResult(step_time(costs, plan), (), ())
+    if m <= played:
+        return _simulate_cached(costs, _plan_key(plan, m))
+    long = _simulate_cached(costs, _plan_key(plan, played))
+    short = _simulate_cached(costs, _plan_key(plan, played - p))
+    per_microbatch = [(a - b) / p for a, b in zip(_parts(long.breakdown), _parts(short.breakdown))]
+    extended = StepBreakdown(*(a + (m - played) * d for a, d in zip(_parts(long.breakdown), per_microbatch)),
+                             bottleneck_stage=long.breakdown.bottleneck_stage)
+    in_flight = tuple(m if plan.schedule == "gpipe" else n for n in long.peak_in_flight)
+    return IterationResult(extended, long.timeline, in_flight)
 
 
-def _plan_key(plan: ParallelPlan) -> tuple:
-    return (plan.schedule, plan.pipeline, plan.virtual_stages, plan.microbatches, plan.overlap_grad_reduce)
+def _parts(b: StepBreakdown) -> tuple[float, ...]:
+    return (b.step_s, b.compute_s, b.tp_comm_s, b.pp_comm_s, b.bubble_s, b.dp_comm_s, b.optimizer_s)
+
+
+def _plan_key(plan: ParallelPlan, microbatches: int) -> tuple:
+    return (plan.schedule, plan.pipeline, plan.virtual_stages, microbatches, plan.overlap_grad_reduce)
 
 
 @lru_cache(maxsize=64)

@@ -31,15 +31,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from twin.engine.failures import FailureProfile, failure_profile
-from twin.engine.storage import CheckpointCost, checkpoint_cost
+from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
+from twin.engine.storage import CheckpointCost, CheckpointPolicy, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
-from twin.scenario import Scenario
 
 TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = "train", "checkpoint", "restart", "repair_wait"
 # Beyond this many checkpoints in the recorded sample, each block of training between two
 # disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
 MAX_TIMELINE_CHECKPOINTS = 2000
+# Work bound: failures simulated over all the samples of one job. A sample that reaches its
+# share before the end stops there and is reported as not finished (docs/engine.md).
+MAX_SIMULATED_FAILURES = 200_000
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the job's wall time in one phase (train, checkpoint, restart, repair_wait)."""
+    start_s: float
+    end_s: float
+    phase: str
+    checkpoints: int = 0             # checkpoints folded inside a long train segment
+    checkpoint_s: float = 0.0        # their time
+
+
+@dataclass(frozen=True)
+class Event:
+    t_s: float
+    kind: str                        # failure | checkpoint | restart
+    component: str = ""
 
 
 def young_daly_interval_s(stall_s: float, mtbf_s: float) -> float:
@@ -74,6 +93,8 @@ class JobSpec:
     repair_mean_s: float             # mean time to repair a node (exponential)
     allow_shrink: bool
     profile: FailureProfile
+    horizon_s: float = math.inf      # wall time at which the simulation stops
+    max_interruptions: int = 2**62   # failures one sample may simulate
 
     @property
     def ideal_s(self) -> float:
@@ -84,9 +105,9 @@ class JobSpec:
         return self.interval_iterations * self.step_s
 
 
-def interval_iterations(interval: float | str, step_s: float, checkpoint: CheckpointCost, mtbf_s: float) -> int:
-    """Iterations between checkpoints: a duration, or ``auto`` (Young/Daly)."""
-    if interval == "auto":
+def interval_iterations(interval: float | None, step_s: float, checkpoint: CheckpointCost, mtbf_s: float) -> int:
+    """Iterations between checkpoints: a duration in seconds, or None for Young/Daly's optimum."""
+    if interval is None:
         tau = young_daly_interval_s(checkpoint.stall_s, mtbf_s)
         if checkpoint.asynchronous:
             tau = max(tau, checkpoint.write_s)     # a snapshot waits for the previous write
@@ -101,6 +122,8 @@ def interval_iterations(interval: float | str, step_s: float, checkpoint: Checkp
 class JobSample:
     """One simulated run."""
     wall_s: float = 0.0
+    finished: bool = True            # False: stopped at the horizon or the failure bound
+    stopped_by: str = ""             # horizon | interruptions, when not finished
     interruptions: int = 0
     by_component: dict[str, int] = field(default_factory=dict)
     lost_work_s: float = 0.0
@@ -110,8 +133,8 @@ class JobSample:
     checkpoints: int = 0
     spares_used: int = 0
     min_data_parallel: int = 0
-    segments: list[dict] = field(default_factory=list)
-    events: list[dict] = field(default_factory=list)
+    segments: list = field(default_factory=list)    # Segment (and block markers while running)
+    events: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -144,13 +167,13 @@ class _Run:
         self.failure_process = self.env.process(self._failures()) if self.rate_full > 0 else None
 
     # -- helpers -----------------------------------------------------------------
-    def _segment(self, start: float, end: float, phase: str, **extra) -> None:
+    def _segment(self, start: float, end: float, phase: str) -> None:
         if self.record and end > start:
-            self.out.segments.append({"start_s": start, "end_s": end, "phase": phase, **extra})
+            self.out.segments.append(Segment(start, end, phase))
 
     def _event(self, t: float, kind: str, component: str = "") -> None:
         if self.record:
-            self.out.events.append({"t_s": t, "kind": kind, "component": component})
+            self.out.events.append(Event(t, kind, component))
 
     def _returns(self) -> None:
         """Repaired nodes come back to the spare pool."""
@@ -193,6 +216,10 @@ class _Run:
                 break
             component = interrupted
             while component is not None:
+                if self.out.interruptions >= spec.max_interruptions:
+                    self.out.finished, self.out.stopped_by = False, "interruptions"
+                    self.out.wall_s = env.now
+                    return
                 component = yield from self._recover(component)
         self.out.wall_s = env.now
 
@@ -293,50 +320,52 @@ class _Run:
                      saved: int) -> None:
         if self.record:
             self.blocks.append(_Block(t0, t1, train_s, ckpt_s, cycles, lag))
-            self.out.segments.append({"block": len(self.blocks) - 1, "saved": saved})
+            self.out.segments.append((len(self.blocks) - 1, saved))
 
     def timeline(self) -> None:
         """Expand the recorded blocks into train/checkpoint segments and checkpoint events."""
         expand = sum(b.checkpoints for b in self.blocks) <= MAX_TIMELINE_CHECKPOINTS
-        segments, events = [], list(self.out.events)
+        segments: list[Segment] = []
+        events = list(self.out.events)
         for item in self.out.segments:
-            if "block" not in item:
+            if isinstance(item, Segment):
                 segments.append(item)
                 continue
-            b, saved = self.blocks[item["block"]], item["saved"]
+            b, saved = self.blocks[item[0]], item[1]
             cycle = b.train_s + b.ckpt_s
             if expand:
                 t = b.start_s
                 for i in range(b.checkpoints):
-                    segments.append({"start_s": t, "end_s": min(b.end_s, t + b.train_s), "phase": TRAIN})
-                    segments.append({"start_s": t + b.train_s, "end_s": min(b.end_s, t + cycle),
-                                     "phase": CHECKPOINT})
+                    segments.append(Segment(t, min(b.end_s, t + b.train_s), TRAIN))
+                    segments.append(Segment(t + b.train_s, min(b.end_s, t + cycle), CHECKPOINT))
                     t += cycle
                 if b.end_s > t:
-                    segments.append({"start_s": t, "end_s": b.end_s, "phase": TRAIN})
-                events += [{"t_s": b.start_s + (i + 1) * cycle + b.durable_lag_s, "kind": "checkpoint",
-                            "component": ""} for i in range(saved)]
+                    segments.append(Segment(t, b.end_s, TRAIN))
+                events += [Event(b.start_s + (i + 1) * cycle + b.durable_lag_s, "checkpoint") for i in range(saved)]
             else:
-                segments.append({"start_s": b.start_s, "end_s": b.end_s, "phase": TRAIN,
-                                 "checkpoints": b.checkpoints, "checkpoint_s": b.checkpoints * b.ckpt_s})
-        segments = [s for s in segments if s["end_s"] > s["start_s"]]
-        segments.sort(key=lambda s: s["start_s"])
-        merged: list[dict] = []
+                segments.append(Segment(b.start_s, b.end_s, TRAIN, b.checkpoints, b.checkpoints * b.ckpt_s))
+        segments = sorted((s for s in segments if s.end_s > s.start_s), key=lambda s: s.start_s)
+        merged: list[Segment] = []
         for s in segments:           # detection and relaunch of one restart read as one segment
             last = merged[-1] if merged else None
-            if (last and last["phase"] == s["phase"] == RESTART and abs(last["end_s"] - s["start_s"]) < 1e-9):
-                last["end_s"] = s["end_s"]
+            if last and last.phase == s.phase == RESTART and abs(last.end_s - s.start_s) < 1e-9:
+                merged[-1] = Segment(last.start_s, s.end_s, RESTART)
             else:
-                merged.append(dict(s))
-        segments = merged
-        events.sort(key=lambda e: e["t_s"])
-        self.out.segments, self.out.events = segments, events
+                merged.append(s)
+        events.sort(key=lambda e: e.t_s)
+        self.out.segments, self.out.events = merged, events
 
 
 def simulate_job(spec: JobSpec, rng: np.random.Generator, record: bool = False) -> JobSample:
     """One sample of the job; ``record`` keeps its timeline."""
     run = _Run(spec, rng, record)
-    run.env.run(until=run.job)
+    if math.isfinite(spec.horizon_s):
+        run.env.run(until=run.env.any_of([run.job, run.env.timeout(spec.horizon_s)]))
+        if run.job.is_alive:
+            run.out.finished, run.out.stopped_by = False, "horizon"
+            run.out.wall_s = spec.horizon_s
+    else:
+        run.env.run(until=run.job)
     if record:
         run.timeline()
     return run.out
@@ -368,71 +397,127 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     return JobStats(tuple(runs), median, spec.ideal_s)
 
 
-def job_spec(scenario: Scenario, cluster: ClusterSpec, params: float, gpus_used: int, data_parallel: int,
-             tokens_per_step: int, step_s: float) -> JobSpec:
-    """The job a scenario describes, at the simulated step time."""
-    fl, tr = scenario.failures, scenario.training
+def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: ClusterSpec, params: float,
+             precision: str, tokens: float, gpus_used: int, data_parallel: int, tokens_per_step: int,
+             step_s: float) -> JobSpec:
+    """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
-    profile = failure_profile(fl.profile, fl.rate_scale, dict(fl.custom_rates))
-    checkpoint = checkpoint_cost(params, tr.precision, cluster, nodes_used, gpus_used, tr.checkpoint.asynchronous)
+    profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
+    cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous)
     mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
     return JobSpec(
-        iterations=max(1, math.ceil(tr.tokens / tokens_per_step)),
+        iterations=max(1, math.ceil(tokens / tokens_per_step)),
         step_s=step_s,
         nodes=nodes_used,
         gpus=gpus_used,
         data_parallel=data_parallel,
-        spare_nodes=cluster.spare_nodes + (cluster.nodes - nodes_used),   # idle nodes are spares too
-        checkpoint=checkpoint,
-        interval_iterations=interval_iterations(tr.checkpoint.interval, step_s, checkpoint, mtbf_s),
-        detection_s=fl.detection_time,
-        relaunch_s=fl.restart_time,
-        repair_mean_s=fl.repair_time,
-        allow_shrink=scenario.cluster.allow_shrink,
+        spare_nodes=cluster.nodes - nodes_used,       # held-back spares and idle nodes alike
+        checkpoint=cost,
+        interval_iterations=interval_iterations(checkpoint.interval_s, step_s, cost, mtbf_s),
+        detection_s=failures.detection_s,
+        relaunch_s=failures.relaunch_s,
+        repair_mean_s=failures.repair_mean_s,
+        allow_shrink=failures.allow_shrink,
         profile=profile,
+        horizon_s=failures.horizon_s,
+        max_interruptions=max(1, MAX_SIMULATED_FAILURES // failures.samples),
     )
 
 
-def _spread(values: list[float]) -> dict[str, float]:
+@dataclass(frozen=True)
+class Spread:
+    """A distribution over the samples."""
+    p10: float
+    p50: float
+    p90: float
+    mean: float
+
+
+def _spread(values: list[float]) -> Spread:
     p10, p50, p90 = np.percentile(values, [10, 50, 90])
-    return {"p10": float(p10), "p50": float(p50), "p90": float(p90), "mean": float(np.mean(values))}
+    return Spread(float(p10), float(p50), float(p90), float(np.mean(values)))
 
 
-def job_summary(spec: JobSpec, stats: JobStats, seed: int) -> dict:
-    """The ``failures`` record of a Result: distributions over the samples and the checkpoint plan."""
+@dataclass(frozen=True)
+class FailureSummary:
+    """The job simulation over its samples: distributions and the checkpoint plan (``Result.failures``)."""
+    profile: str
+    source: str
+    samples: int
+    seed: int
+    mtbf_s: float
+    finished_samples: int            # samples that finished within the horizon and the failure bound
+    stopped_at_horizon: int          # samples stopped at the wall-time horizon
+    stopped_by_interruptions: int    # samples stopped after their share of simulated failures
+    horizon_s: float
+    max_interruptions: int
+    time_to_train_s: Spread
+    interruptions: Spread
+    goodput: Spread
+    lost_work_s: Spread
+    restart_s: Spread
+    repair_wait_s: Spread
+    checkpoint_s: Spread
+    spares_used: Spread
+    spare_nodes: int
+    min_data_parallel: int
+    by_component: dict[str, float]
+    checkpoint_interval_s: float
+    checkpoint_interval_iterations: int
+    checkpoint_bytes: float
+    checkpoint_write_s: float
+    checkpoint_read_s: float
+    checkpoint_stall_s: float
+    checkpoint_asynchronous: bool
+    storage_write_Bps: float
+    storage_read_Bps: float
+    detection_s: float
+    relaunch_s: float
+    repair_mean_s: float
+    per_component_rates_per_device_hour: dict[str, float]
+    samples_values: dict[str, list]            # every sample's time to train and interruptions
+
+
+def job_summary(spec: JobSpec, stats: JobStats, seed: int) -> FailureSummary:
+    """Distributions over the samples and the checkpoint plan."""
     runs = stats.samples
     components = sorted({name for r in runs for name in r.by_component})
     ck = spec.checkpoint
-    return {
-        "profile": spec.profile.name,
-        "source": spec.profile.source,
-        "samples": len(runs),
-        "seed": seed,
-        "mtbf_s": spec.profile.mtbf_s(spec.gpus, spec.nodes),
-        "time_to_train_s": _spread([r.wall_s for r in runs]),
-        "interruptions": _spread([r.interruptions for r in runs]),
-        "goodput": _spread(list(stats.goodputs())),
-        "lost_work_s": _spread([r.lost_work_s for r in runs]),
-        "restart_s": _spread([r.restart_s for r in runs]),
-        "repair_wait_s": _spread([r.repair_wait_s for r in runs]),
-        "checkpoint_s": _spread([r.checkpoint_s for r in runs]),
-        "spares_used": _spread([r.spares_used for r in runs]),
-        "spare_nodes": spec.spare_nodes,
-        "min_data_parallel": min(r.min_data_parallel for r in runs),
-        "by_component": {c: float(np.mean([r.by_component.get(c, 0) for r in runs])) for c in components},
-        "checkpoint_interval_s": spec.interval_s,
-        "checkpoint_interval_iterations": spec.interval_iterations,
-        "checkpoint_bytes": ck.bytes,
-        "checkpoint_write_s": ck.write_s,
-        "checkpoint_read_s": ck.read_s,
-        "checkpoint_stall_s": ck.stall_s,
-        "checkpoint_asynchronous": ck.asynchronous,
-        "storage_write_Bps": ck.write_Bps,
-        "storage_read_Bps": ck.read_Bps,
-        "detection_s": spec.detection_s,
-        "relaunch_s": spec.relaunch_s,
-        "repair_mean_s": spec.repair_mean_s,
-        "per_component_rates_per_device_hour": {c.name: c.rate_per_device_hour for c in spec.profile.components},
-        "samples_values": {"time_to_train_s": [r.wall_s for r in runs],
-                           "interruptions": [r.interruptions for r in runs]},
-    }
+    return FailureSummary(
+        profile=spec.profile.name,
+        source=spec.profile.source,
+        samples=len(runs),
+        seed=seed,
+        mtbf_s=spec.profile.mtbf_s(spec.gpus, spec.nodes),
+        finished_samples=sum(r.finished for r in runs),
+        stopped_at_horizon=sum(r.stopped_by == "horizon" for r in runs),
+        stopped_by_interruptions=sum(r.stopped_by == "interruptions" for r in runs),
+        horizon_s=spec.horizon_s,
+        max_interruptions=spec.max_interruptions,
+        time_to_train_s=_spread([r.wall_s for r in runs]),
+        interruptions=_spread([r.interruptions for r in runs]),
+        goodput=_spread(list(stats.goodputs())),
+        lost_work_s=_spread([r.lost_work_s for r in runs]),
+        restart_s=_spread([r.restart_s for r in runs]),
+        repair_wait_s=_spread([r.repair_wait_s for r in runs]),
+        checkpoint_s=_spread([r.checkpoint_s for r in runs]),
+        spares_used=_spread([r.spares_used for r in runs]),
+        spare_nodes=spec.spare_nodes,
+        min_data_parallel=min(r.min_data_parallel for r in runs),
+        by_component={c: float(np.mean([r.by_component.get(c, 0) for r in runs])) for c in components},
+        checkpoint_interval_s=spec.interval_s,
+        checkpoint_interval_iterations=spec.interval_iterations,
+        checkpoint_bytes=ck.bytes,
+        checkpoint_write_s=ck.write_s,
+        checkpoint_read_s=ck.read_s,
+        checkpoint_stall_s=ck.stall_s,
+        checkpoint_asynchronous=ck.asynchronous,
+        storage_write_Bps=ck.write_Bps,
+        storage_read_Bps=ck.read_Bps,
+        detection_s=spec.detection_s,
+        relaunch_s=spec.relaunch_s,
+        repair_mean_s=spec.repair_mean_s,
+        per_component_rates_per_device_hour={c.name: c.rate_per_device_hour for c in spec.profile.components},
+        samples_values={"time_to_train_s": [r.wall_s for r in runs],
+                        "interruptions": [r.interruptions for r in runs]},
+    )

@@ -22,7 +22,7 @@ from twin.engine.stage_costs import StepCosts
 from twin.workload.plan import ParallelPlan
 
 
-# The parts of a step (``StepBreakdown.as_dict`` keys, ``Result.step_breakdown_s``) in words.
+# The parts of a step (``StepBreakdown.parts`` keys, ``Result.step_breakdown_s``) in words.
 PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
                "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
                "dp_comm": "data-parallel communication (exposed)", "optimizer": "optimizer step"}
@@ -39,14 +39,15 @@ class StepBreakdown:
     optimizer_s: float
     bottleneck_stage: int
 
-    def as_dict(self) -> dict[str, float]:
+    def parts(self) -> dict[str, float]:
+        """Seconds of the step in each part, by ``PART_LABELS`` key."""
         return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
                 "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "optimizer": self.optimizer_s}
 
     @property
     def bottleneck(self) -> str:
         """The largest share of the step, in words."""
-        parts = self.as_dict()
+        parts = self.parts()
         key = max(parts, key=parts.get)
         return f"{PART_LABELS[key]} ({parts[key] / self.step_s:.0%} of the step)"
 

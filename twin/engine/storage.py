@@ -31,6 +31,13 @@ def checkpoint_bytes_per_param(precision: str) -> float:
 
 
 @dataclass(frozen=True)
+class CheckpointPolicy:
+    """When and how checkpoints are written (``training.checkpoint``)."""
+    interval_s: float | None = None  # None: Young/Daly's optimum
+    asynchronous: bool = False
+
+
+@dataclass(frozen=True)
 class CheckpointCost:
     bytes: float
     write_Bps: float

@@ -147,12 +147,15 @@ def infeasibility(result: dict[str, Any]) -> Infeasible | None:
                           f"each GPU needs {fmt_bytes(need)} and has {fmt_bytes(have)} ({fmt_bytes(need - have)} over)",
                           advice)
     time_s = result.get("time_to_train_s")
-    if time_s is None or not math.isfinite(time_s) or not result.get("tokens_per_s"):
-        return Infeasible("The job never finishes",
-                          "time to train is unbounded: the job makes no lasting progress",
-                          ("more spare nodes (cluster.spare_nodes) or a shorter repair time",
+    if result.get("finished") is False or time_s is None or not math.isfinite(time_s) \
+            or not result.get("tokens_per_s"):
+        why = next((w.removeprefix("did not finish: ") for w in result.get("warnings", [])
+                    if w.startswith("did not finish")), "the job makes no lasting progress")
+        return Infeasible("The job does not finish", why,
+                          ("more spare nodes (cluster.spare_nodes) or a shorter repair time (failures.repair_time)",
                            "a shorter checkpoint interval, or faster storage, so that less work is lost",
-                           "fewer tokens, or a faster plan"))
+                           "fewer tokens, or more GPUs or a faster plan",
+                           "a longer failures.horizon, if the run is meant to last that long"))
     return None
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin import catalog
-from twin.scenario import Cluster
 from twin.units import parse_quantity
-
-# Precisions whose tensor-core peak a training step uses; fp16/bf16 share a peak.
 
 # When no idle power is measured for a GPU, idle = this fraction of TDP.
 # Calibrated on the two measured GPUs: H100 SXM 69/700 W = 0.099, A100 SXM4 62/400 W = 0.155.
@@ -84,13 +81,20 @@ class StorageSpec:
     read_Bps: float
     write_Bps: float
     capacity_bytes: float | None
+    system: bool = True                   # a storage system of its own; False: bounded by the nodes' storage NICs
+
+
+def nic_bound_storage(node: NodeSpec, nodes: int) -> StorageSpec:
+    """No storage system named: reads and writes bounded by the nodes' storage NICs at line rate."""
+    nic_Bps = nodes * node.storage_nics.total_Bps
+    return StorageSpec(nic_Bps, nic_Bps, None, system=False)
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
     node: NodeSpec
-    nodes: int
-    spare_nodes: int
+    nodes: int                            # physical nodes, spares included
+    spare_nodes: int                      # held back from ``nodes`` for failures
     nodes_per_rack: int
     rack_power_limit_w: float | None
     gpu_power_cap_w: float | None
@@ -99,7 +103,17 @@ class ClusterSpec:
 
     @property
     def gpus(self) -> int:
+        """Every GPU of the cluster, spares included."""
         return self.nodes * self.node.gpus
+
+    @property
+    def work_nodes(self) -> int:
+        """Nodes a job may start on: the cluster less its spares."""
+        return self.nodes - self.spare_nodes
+
+    @property
+    def work_gpus(self) -> int:
+        return self.work_nodes * self.node.gpus
 
 
 def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:
@@ -143,31 +157,4 @@ def node_spec(name: str, field_name: str = "cluster.node") -> NodeSpec:
         max_power_w=parse_quantity(row["max_power"], "power", f"{where}.max_power"),
         cpu=row.get("cpu", ""),
         source=row["source"],
-    )
-
-
-def cluster_spec(cluster: Cluster) -> ClusterSpec:
-    """The cluster a scenario describes; defaults come from the node."""
-    node = node_spec(cluster.node)
-    fabric = FabricSpec(
-        topology=cluster.fabric.topology,
-        link_Bps=cluster.fabric.link or node.compute_nics.line_rate_Bps,
-        nodes_per_su=cluster.fabric.nodes_per_su,
-        oversubscription=cluster.fabric.oversubscription,
-    )
-    if cluster.storage is not None:
-        storage = StorageSpec(cluster.storage.read, cluster.storage.write, cluster.storage.capacity)
-    else:
-        # No storage system named: bound by the nodes' storage NICs at line rate.
-        nic_Bps = cluster.nodes * node.storage_nics.total_Bps
-        storage = StorageSpec(nic_Bps, nic_Bps, None)
-    return ClusterSpec(
-        node=node,
-        nodes=cluster.nodes,
-        spare_nodes=cluster.spare_nodes,
-        nodes_per_rack=cluster.nodes_per_rack,
-        rack_power_limit_w=cluster.rack_power_limit,
-        gpu_power_cap_w=cluster.gpu_power_cap,
-        fabric=fabric,
-        storage=storage,
     )

@@ -24,6 +24,7 @@ Sources of the structure:
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import networkx as nx
 
@@ -41,7 +42,7 @@ UFM_CABLES = 4
 # Nodes
 
 
-def add_node(g: nx.Graph, node: NodeSpec, index: int) -> None:
+def add_node(g: nx.Graph, node: NodeSpec, index: int, su: int = 0) -> None:
     """Add one server's GPUs, its intra-node fabric, compute NICs and storage NICs to ``g``.
 
     ``nvswitch`` nodes: each GPU to one logical NVSwitch at its NVLink bandwidth per
@@ -52,54 +53,89 @@ def add_node(g: nx.Graph, node: NodeSpec, index: int) -> None:
     """
     gpus, nics = node.gpus, node.compute_nics.count
     host = ("host", index)
-    g.add_node(host, kind="host", tier=0, node=index)
-    for local in range(gpus):
-        g.add_node(("gpu", index, local), kind="gpu", tier=0, node=index, local=local)
-    for rail in range(nics):
-        g.add_node(("nic", index, rail), kind="nic", tier=0, node=index, rail=rail)
+    vertices = [(host, {"kind": "host", "tier": 0, "node": index})]
+    vertices += [(("gpu", index, local), {"kind": "gpu", "tier": 0, "node": index, "local": local})
+                 for local in range(gpus)]
+    vertices += [(("nic", index, rail), {"kind": "nic", "tier": 0, "node": index, "rail": rail, "su": su})
+                 for rail in range(nics)]
+    links: list[tuple] = []                   # (u, v, capacity_Bps, tier): every pair distinct within a node
     nic_of = [local * nics // gpus for local in range(gpus)]
     if node.intra == "nvswitch":
         nvs = ("nvswitch", index)
-        g.add_node(nvs, kind="nvswitch", tier=0, node=index, chips=node.nvswitches)
-        for local in range(gpus):
-            _link(g, ("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, "nvlink")
-        for local in range(gpus):
-            gpu = ("gpu", index, local)
-            if not g.has_edge(gpu, ("nic", index, nic_of[local])):
-                _link(g, gpu, ("nic", index, nic_of[local]), node.pcie_Bps, "pcie")
+        vertices.append((nvs, {"kind": "nvswitch", "tier": 0, "node": index, "chips": node.nvswitches}))
+        links += [(("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, "nvlink") for local in range(gpus)]
+        links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie") for local in range(gpus)]
     elif node.intra == "pcie":
         switches = max(1, nics)
-        for s in range(switches):
-            sw = ("pcie", index, s)
-            g.add_node(sw, kind="pcie", tier=0, node=index)
-            _link(g, sw, host, node.pcie_Bps, "pcie")
-        for local in range(gpus):
-            _link(g, ("gpu", index, local), ("pcie", index, local * switches // gpus), node.pcie_Bps, "pcie")
-        for rail in range(nics):
-            _link(g, ("nic", index, rail), ("pcie", index, rail * switches // nics), node.pcie_Bps, "pcie")
+        for sw in range(switches):
+            vertices.append((("pcie", index, sw), {"kind": "pcie", "tier": 0, "node": index}))
+            links.append((("pcie", index, sw), host, node.pcie_Bps, "pcie"))
+        links += [(("gpu", index, local), ("pcie", index, local * switches // gpus), node.pcie_Bps, "pcie")
+                  for local in range(gpus)]
+        links += [(("nic", index, rail), ("pcie", index, rail * switches // nics), node.pcie_Bps, "pcie")
+                  for rail in range(nics)]
     else:  # c2c: a superchip, one GPU per node
-        for local in range(gpus):
-            _link(g, ("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie")
+        links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie") for local in range(gpus)]
     for j in range(node.storage_nics.count):
-        snic = ("snic", index, j)
-        g.add_node(snic, kind="snic", tier=0, node=index)
-        _link(g, host, snic, node.pcie_Bps, "pcie")
+        vertices.append((("snic", index, j), {"kind": "snic", "tier": 0, "node": index}))
+        links.append((host, ("snic", index, j), node.pcie_Bps, "pcie"))
+    g.add_nodes_from(vertices)
+    g.add_edges_from([(u, v, {"capacity_Bps": cap, "tier": tier, "cables": 1}) for u, v, cap, tier in links])
+
+
+def add_nodes(g: nx.Graph, node: NodeSpec, indices: range, su: int | None = None, per_su: int = 1) -> None:
+    """Add servers ``indices`` (``add_node``), counted once for all: they are built alike.
+
+    Their NICs belong to scalable unit ``su``, or when None to ``index // per_su``.
+    """
+    for index in indices:
+        add_node(g, node, index, index // per_su if su is None else su)
+    one = nx.Graph()
+    add_node(one, node, 0)
+    tally = _tally(g)
+    for key, value in _scan(one).items():
+        tally[key] += value * len(indices)
+
+
+def _tally(g: nx.Graph) -> Counter:
+    """Vertices by kind, cables and capacity by tier, kept as the graph is built (``counts``)."""
+    tally = g.graph.get("tally")
+    if tally is None:
+        tally = g.graph["tally"] = Counter()
+    return tally
+
+
+def _cable(g: nx.Graph, pairs: list[tuple], capacity_Bps: float, tier: str) -> None:
+    """Cable distinct vertex pairs, one cable each (NICs to their leaf)."""
+    g.add_edges_from([(u, v, {"capacity_Bps": capacity_Bps, "tier": tier, "cables": 1}) for u, v in pairs])
+    tally = _tally(g)
+    tally[f"cables_{tier}"] += len(pairs)
+    tally[f"capacity_{tier}"] += capacity_Bps * len(pairs)
+
+
+def _vertex(g: nx.Graph, v: tuple, **attrs) -> None:
+    g.add_node(v, **attrs)
+    _tally(g)[attrs["kind"]] += 1
 
 
 def dgx_node(node: NodeSpec) -> nx.Graph:
     """One server alone (GPUs, NVSwitch or PCIe switches, NICs)."""
     g = nx.Graph(topology="node", nodes=1, gpus_per_node=node.gpus, rails=node.compute_nics.count)
-    add_node(g, node, 0)
+    add_nodes(g, node, range(1))
     return g
 
 
 def _link(g: nx.Graph, u, v, capacity_Bps: float, tier: str, cables: float = 1) -> None:
     """Add a link, or thicken the bundle when ``u``–``v`` already exists."""
+    tally = _tally(g)
+    tally[f"capacity_{tier}"] += capacity_Bps
     if g.has_edge(u, v):
         edge = g[u][v]
+        tally[f"cables_{tier}"] += math.ceil(edge["cables"] + cables - 1e-9) - math.ceil(edge["cables"] - 1e-9)
         edge["capacity_Bps"] += capacity_Bps
         edge["cables"] += cables
         return
+    tally[f"cables_{tier}"] += math.ceil(cables - 1e-9)
     g.add_edge(u, v, capacity_Bps=capacity_Bps, tier=tier, cables=cables)
 
 
@@ -141,7 +177,7 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
         mine = []
         for _ in range(n):
             s = ("spine", len(spines))
-            g.add_node(s, kind="spine", tier=2, pod=None if two_tier else p)
+            _vertex(g, s, kind="spine", tier=2, pod=None if two_tier else p)
             spines.append(s)
             mine.append(s)
         for leaf in pod_leaves:
@@ -157,16 +193,15 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
     n_cores = max(1, math.ceil(total / SWITCH_RADIX))
     n_cores = _spread(n_cores, core_up_ports) if n_cores <= core_up_ports else n_cores
     for c in range(n_cores):
-        g.add_node(("core", c), kind="core", tier=3)
+        _vertex(g, ("core", c), kind="core", tier=3)
         cores.append(("core", c))
-    for s in spines:
+    for index, s in enumerate(spines):
         down_Bps = sum(g[s][x]["capacity_Bps"] for x in g[s])
         up = down_Bps / pod_oversubscription
         if n_cores <= core_up_ports:
             for c in cores:
                 _link(g, s, c, up / n_cores, "spine-core", core_up_ports / n_cores)
         else:  # more cores than a spine has uplinks: each spine reaches a stripe of them
-            index = spines.index(s)
             for k in range(core_up_ports):
                 c = cores[(index * core_up_ports + k) % n_cores]
                 _link(g, s, c, up / core_up_ports, "spine-core", 1)
@@ -179,10 +214,10 @@ def _attach_storage(g: nx.Graph, node: NodeSpec, pods: list[list[int]], storage_
         return
     total_nodes = sum(len(p) for p in pods)
     system_Bps = storage_write_Bps or total_nodes * node.storage_nics.total_Bps
-    g.add_node(("storage",), kind="storage", tier=2)
+    _vertex(g, ("storage",), kind="storage", tier=2)
     for p, members in enumerate(pods):
         leaf = ("sleaf", p)
-        g.add_node(leaf, kind="sleaf", tier=1, pod=p)
+        _vertex(g, leaf, kind="sleaf", tier=1, pod=p)
         for n in members:
             for j in range(node.storage_nics.count):
                 _link(g, ("snic", n, j), leaf, node.storage_nics.line_rate_Bps, "storage")
@@ -213,16 +248,13 @@ def rail_optimized_fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None =
     for su in range(sus):
         for rail in range(rails):
             leaf = ("leaf", len(leaves))
-            g.add_node(leaf, kind="leaf", tier=1, su=su, rail=rail)
+            _vertex(g, leaf, kind="leaf", tier=1, su=su, rail=rail)
             leaves.append(leaf)
-    for n in range(nodes):
-        add_node(g, node, n)
-        su = n // nodes_per_su
-        for rail in range(rails):
-            g.nodes[("nic", n, rail)]["su"] = su
-            _link(g, ("nic", n, rail), leaves[su * rails + rail], min(link, node.compute_nics.line_rate_Bps), "nic")
+    add_nodes(g, node, range(nodes), per_su=nodes_per_su)
+    _cable(g, [(("nic", n, rail), leaves[n // nodes_per_su * rails + rail]) for n in range(nodes) for rail in range(rails)],
+           min(link, node.compute_nics.line_rate_Bps), "nic")
     if ufm:
-        g.add_node(("ufm",), kind="ufm", tier=0)
+        _vertex(g, ("ufm",), kind="ufm", tier=0)
         last = sus - 1
         for k in range(min(UFM_CABLES, rails)):
             _link(g, ("ufm",), leaves[last * rails + k], link, "mgmt")
@@ -255,15 +287,13 @@ def fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None = None, nodes_pe
         pod_leaves = []
         for k in range(math.ceil(len(members) / per_leaf)):
             leaf = ("leaf", len(leaves))
-            g.add_node(leaf, kind="leaf", tier=1, su=p, rail=None)
+            _vertex(g, leaf, kind="leaf", tier=1, su=p, rail=None)
             leaves.append(leaf)
             pod_leaves.append(leaf)
         pods.append(pod_leaves)
-        for i, n in enumerate(members):
-            add_node(g, node, n)
-            for rail in range(rails):
-                g.nodes[("nic", n, rail)]["su"] = p
-                _link(g, ("nic", n, rail), pod_leaves[i // per_leaf], min(link, node.compute_nics.line_rate_Bps), "nic")
+        add_nodes(g, node, range(members[0], members[-1] + 1), su=p)
+        _cable(g, [(("nic", n, rail), pod_leaves[i // per_leaf]) for i, n in enumerate(members) for rail in range(rails)],
+               min(link, node.compute_nics.line_rate_Bps), "nic")
     spines, cores = _clos(g, leaves, pods, per_leaf * rails, link, 1.0, oversubscription, flat=False)
     g.graph.update(leaves=len(leaves), spines=len(spines), cores=len(cores))
     _attach_storage(g, node, [list(range(p * nodes_per_pod, min(nodes, (p + 1) * nodes_per_pod)))
@@ -278,12 +308,10 @@ def single_switch(node: NodeSpec, nodes: int, link_Bps: float | None = None,
     link = link_Bps or node.compute_nics.line_rate_Bps
     g = nx.Graph(topology="single-switch", nodes=nodes, gpus_per_node=node.gpus, rails=rails, scalable_units=1,
                  nodes_per_su=nodes, link_Bps=link, oversubscription=1.0, leaves=1, spines=0, cores=0)
-    g.add_node(("leaf", 0), kind="leaf", tier=1, su=0, rail=None)
-    for n in range(nodes):
-        add_node(g, node, n)
-        for rail in range(rails):
-            g.nodes[("nic", n, rail)]["su"] = 0
-            _link(g, ("nic", n, rail), ("leaf", 0), min(link, node.compute_nics.line_rate_Bps), "nic")
+    _vertex(g, ("leaf", 0), kind="leaf", tier=1, su=0, rail=None)
+    add_nodes(g, node, range(nodes), su=0)
+    _cable(g, [(("nic", n, rail), ("leaf", 0)) for n in range(nodes) for rail in range(rails)],
+           min(link, node.compute_nics.line_rate_Bps), "nic")
     _attach_storage(g, node, [list(range(nodes))], storage_write_Bps)
     return g
 
@@ -311,18 +339,30 @@ def degrade(g: nx.Graph, links: list[tuple] = (), switches: list = ()) -> nx.Gra
     h.remove_edges_from([tuple(e) for e in links if h.has_edge(*e)])
     h.remove_nodes_from([s for s in switches if s in h])
     h.graph["degraded"] = True
+    h.graph.pop("tally", None)              # counted again on the degraded graph itself
     return h
 
 
-def counts(g: nx.Graph) -> dict[str, int]:
-    """Vertices by kind and cables by tier, counted on the graph itself."""
-    out: dict[str, int] = {}
+def _scan(g: nx.Graph) -> Counter:
+    """Vertices by kind, cables and capacity by tier, counted on the graph itself."""
+    tally: Counter = Counter()
     for _, kind in g.nodes(data="kind"):
-        out[kind] = out.get(kind, 0) + 1
+        tally[kind] += 1
     for _, _, data in g.edges(data=True):
-        key = f"cables_{data['tier']}"
-        out[key] = out.get(key, 0) + math.ceil(data["cables"] - 1e-9)
-    return out
+        tally[f"cables_{data['tier']}"] += math.ceil(data["cables"] - 1e-9)
+        tally[f"capacity_{data['tier']}"] += data["capacity_Bps"]
+    return tally
+
+
+def _measures(g: nx.Graph) -> Counter:
+    if "tally" not in g.graph:
+        g.graph["tally"] = _scan(g)
+    return g.graph["tally"]
+
+
+def counts(g: nx.Graph) -> dict[str, int]:
+    """Vertices by kind and cables by tier (``cables_<tier>``)."""
+    return {k: int(v) for k, v in _measures(g).items() if not k.startswith("capacity_")}
 
 
 def tier_capacity_Bps(g: nx.Graph, tier: str) -> float:
@@ -331,11 +371,8 @@ def tier_capacity_Bps(g: nx.Graph, tier: str) -> float:
 
 
 def tier_capacities_Bps(g: nx.Graph) -> dict[str, float]:
-    """Total one-direction capacity of the links of every tier, in one pass."""
-    totals: dict[str, float] = {}
-    for _, _, data in g.edges(data=True):
-        totals[data["tier"]] = totals.get(data["tier"], 0.0) + data["capacity_Bps"]
-    return totals
+    """Total one-direction capacity of the links of every tier."""
+    return {k.removeprefix("capacity_"): float(v) for k, v in _measures(g).items() if k.startswith("capacity_")}
 
 
 def injection_Bps(g: nx.Graph) -> float:

@@ -26,8 +26,6 @@ nodes with sibling groups on the node's other GPUs. Given the job's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 import networkx as nx
 import numpy as np
 
@@ -217,60 +215,58 @@ class CommModel:
         op = "send_recv" if group.kind == "pipeline" else "reduce_scatter"
         return self._phases(op, group, "ring")[0].reach
 
-    def summary(self, sizes_bytes: dict[str, float] | None = None) -> dict[str, Any]:
+    def summary(self, sizes_bytes: dict[str, float] | None = None) -> "FabricSummary":
         """The fabric and where each parallel group lands (the ``Result.fabric`` record)."""
         g = self.fabric.graph
         c = topology.counts(g)
-        out: dict[str, Any] = {
-            "topology": g.graph.get("topology", ""),
-            "nodes": int(g.graph["nodes"]),
-            "gpus": c.get("gpu", 0),
-            "nics": c.get("nic", 0),
-            "nvswitch_chips": sum(d.get("chips", 0) for _, d in g.nodes(data=True) if d.get("kind") == "nvswitch"),
-            "scalable_units": int(g.graph.get("scalable_units", 1)),
-            "nodes_per_su": int(g.graph.get("nodes_per_su", g.graph["nodes"])),
-            "leaves": c.get("leaf", 0),
-            "spines": c.get("spine", 0),
-            "cores": c.get("core", 0),
-            "storage_leaves": c.get("sleaf", 0),
-            "cables": {"node_leaf": c.get("cables_nic", 0) + c.get("cables_mgmt", 0),
-                       "leaf_spine": c.get("cables_leaf-spine", 0), "spine_core": c.get("cables_spine-core", 0),
-                       "storage": c.get("cables_storage", 0)},
-            "link_Bps": float(g.graph.get("link_Bps", 0.0)),
-            "oversubscription": float(g.graph.get("oversubscription", 1.0)),
-            "injection_Bps": topology.injection_Bps(g),
-            "bisection_Bps": topology.bisection_Bps(g),
-            "spine_scope": "global" if c.get("core", 0) == 0 else "su",
-            "su": _su_rows(g),
-            "groups": {},
-        }
+        groups: dict[str, GroupSummary] = {}
         if self.placement is not None:
             p = self.placement
-            out["order"] = p.order
             sizes = sizes_bytes or {}
             for kind in ("tensor", "data", "pipeline", "expert", "expert_data"):
                 shape = getattr(p, kind)
                 if shape.ranks <= 1 or (kind == "expert_data" and p.expert.ranks <= 1):
                     continue
-                members = p.members(kind)
                 reach = self.reach(shape)
-                row: dict[str, Any] = {
-                    "size": shape.ranks, "count": int(members.shape[0]), "ranks_per_node": shape.ranks_per_node,
-                    "nodes": shape.nodes, "reach": reach,
-                    "crosses_nodes": _REACH_ORDER.index(reach) >= _REACH_ORDER.index("leaf"),
-                    "crosses_leaves": _REACH_ORDER.index(reach) >= _REACH_ORDER.index("spine"),
-                    "crosses_spines": reach == "core",
-                }
+                level = _REACH_ORDER.index(reach)
+                algorithm = None
                 if kind == "pipeline":
-                    row["busbw_Bps"] = self.busbw_Bps(shape, "send_recv")
-                elif kind in ("expert",):
-                    row["busbw_Bps"] = self.busbw_Bps(shape, "all_to_all")
+                    busbw = self.busbw_Bps(shape, "send_recv")
+                elif kind == "expert":
+                    busbw = self.busbw_Bps(shape, "all_to_all")
                 else:
                     size = sizes.get(kind, 2.0**32)
-                    row["algorithm"] = self.algorithm(size, shape)
-                    row["busbw_Bps"] = self.busbw_Bps(shape, "all_reduce", size)
-                out["groups"][kind] = row
-        return out
+                    algorithm = self.algorithm(size, shape)
+                    busbw = self.busbw_Bps(shape, "all_reduce", size)
+                groups[kind] = GroupSummary(
+                    size=shape.ranks, count=int(p.members(kind).shape[0]), ranks_per_node=shape.ranks_per_node,
+                    nodes=shape.nodes, reach=reach, crosses_nodes=level >= _REACH_ORDER.index("leaf"),
+                    crosses_leaves=level >= _REACH_ORDER.index("spine"), crosses_spines=reach == "core",
+                    busbw_Bps=busbw, algorithm=algorithm)
+        return FabricSummary(
+            topology=g.graph.get("topology", ""),
+            nodes=int(g.graph["nodes"]),
+            gpus=c.get("gpu", 0),
+            nics=c.get("nic", 0),
+            nvswitch_chips=sum(d.get("chips", 0) for _, d in g.nodes(data=True) if d.get("kind") == "nvswitch"),
+            scalable_units=int(g.graph.get("scalable_units", 1)),
+            nodes_per_su=int(g.graph.get("nodes_per_su", g.graph["nodes"])),
+            leaves=c.get("leaf", 0),
+            spines=c.get("spine", 0),
+            cores=c.get("core", 0),
+            storage_leaves=c.get("sleaf", 0),
+            cables=Cables(node_leaf=c.get("cables_nic", 0) + c.get("cables_mgmt", 0),
+                          leaf_spine=c.get("cables_leaf-spine", 0), spine_core=c.get("cables_spine-core", 0),
+                          storage=c.get("cables_storage", 0)),
+            link_Bps=float(g.graph.get("link_Bps", 0.0)),
+            oversubscription=float(g.graph.get("oversubscription", 1.0)),
+            injection_Bps=topology.injection_Bps(g),
+            bisection_Bps=topology.bisection_Bps(g),
+            spine_scope="global" if c.get("core", 0) == 0 else "su",
+            su=_su_rows(g),
+            groups=groups,
+            order=self.placement.order if self.placement is not None else None,
+        )
 
     def storage_write_s(self, bytes_per_node: float, nodes: int | None = None) -> float:
         """Every node (or the first ``nodes``) writing ``bytes_per_node`` to storage at once."""
@@ -305,22 +301,74 @@ def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
                      len(coflows), phase.intra_scale)
 
 
-def _su_rows(g: nx.Graph) -> list[dict[str, Any]]:
+def _su_rows(g: nx.Graph) -> list["ScalableUnit"]:
     """Per scalable unit (pod): nodes, GPUs, leaves and spines of its own."""
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, list[int]] = {}            # index → [nodes, leaves, spines]
     for v, d in g.nodes(data=True):
         kind = d.get("kind")
         if kind == "nic" and d.get("rail") == 0:
-            su = int(d.get("su", 0))
-            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["nodes"] += 1
+            rows.setdefault(int(d.get("su", 0)), [0, 0, 0])[0] += 1
         elif kind == "leaf":
-            su = int(d.get("su", 0))
-            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["leaves"] += 1
+            rows.setdefault(int(d.get("su", 0)), [0, 0, 0])[1] += 1
         elif kind == "spine" and d.get("pod") is not None:
-            su = int(d["pod"])
-            rows.setdefault(su, {"index": su, "nodes": 0, "leaves": 0, "spines": 0})["spines"] += 1
+            rows.setdefault(int(d["pod"]), [0, 0, 0])[2] += 1
     gpn = int(g.graph.get("gpus_per_node", 1))
-    out = [rows[k] for k in sorted(rows)]
-    for row in out:
-        row["gpus"] = row["nodes"] * gpn
-    return out
+    return [ScalableUnit(index=k, nodes=n, gpus=n * gpn, leaves=leaves, spines=spines)
+            for k, (n, leaves, spines) in sorted(rows.items())]
+
+
+@dataclass(frozen=True)
+class ScalableUnit:
+    index: int
+    nodes: int
+    gpus: int
+    leaves: int
+    spines: int                  # its own spines (three-tier fabrics only)
+
+
+@dataclass(frozen=True)
+class Cables:
+    node_leaf: int               # compute NICs and UFM appliances to leaves
+    leaf_spine: int
+    spine_core: int
+    storage: int                 # storage NICs to storage leaves
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Where the groups of one parallel kind land and how fast they communicate all at once."""
+    size: int
+    count: int
+    ranks_per_node: int
+    nodes: int
+    reach: str                   # node | leaf | spine | core: the highest tier its traffic climbs
+    crosses_nodes: bool
+    crosses_leaves: bool
+    crosses_spines: bool
+    busbw_Bps: float
+    algorithm: str | None = None     # all-reduce algorithm at 4 GiB (tensor and data groups)
+
+
+@dataclass(frozen=True)
+class FabricSummary:
+    """The compute fabric and where each parallel group lands (``Result.fabric``, docs/results.md)."""
+    topology: str
+    nodes: int
+    gpus: int
+    nics: int
+    nvswitch_chips: int
+    scalable_units: int
+    nodes_per_su: int
+    leaves: int
+    spines: int
+    cores: int
+    storage_leaves: int
+    cables: Cables
+    link_Bps: float
+    oversubscription: float
+    injection_Bps: float
+    bisection_Bps: float
+    spine_scope: str             # global | su
+    su: list[ScalableUnit]
+    groups: dict[str, GroupSummary]
+    order: str | None = None     # rank order of the placement

@@ -2,48 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from twin.network.collectives import FabricSummary
 from twin.units import BITS_PER_BYTE, fmt_si
 
 _REACH_WORDS = {"none": "-", "node": "inside a node (NVLink/PCIe)", "leaf": "across nodes, one leaf",
                 "spine": "across leaves (spines)", "core": "across pods (core)"}
 
 
-def describe(fabric: dict[str, Any]) -> str:
+def describe(f: FabricSummary) -> str:
     """A few lines on the fabric and a table of where each parallel group lands."""
-    f = fabric
-    cables = f.get("cables", {})
+    cables = f.cables
     lines = [
-        f"Fabric        {f['topology']}: {f['nodes']} nodes, {f['gpus']} GPUs, {f['nics']} compute NICs at "
-        f"{fmt_si(f['link_Bps'] * BITS_PER_BYTE, 'b/s')}",
-        f"Switches      {f['leaves']} leaves, {f['spines']} spines, {f['cores']} cores"
-        f" in {f['scalable_units']} scalable unit(s) of {f['nodes_per_su']} node slots"
-        + (f"; {f['nvswitch_chips']} NVSwitch chips" if f.get("nvswitch_chips") else ""),
-        f"Cables        node/UFM-leaf {cables.get('node_leaf', 0):,}, leaf-spine {cables.get('leaf_spine', 0):,}, "
-        f"spine-core {cables.get('spine_core', 0):,}, storage {cables.get('storage', 0):,}",
-        f"Bandwidth     injection {fmt_si(f['injection_Bps'], 'B/s')}, bisection {fmt_si(f['bisection_Bps'], 'B/s')} "
-        f"(oversubscription 1:{f['oversubscription']:g})",
+        f"Fabric        {f.topology}: {f.nodes:,} nodes, {f.gpus:,} GPUs, {f.nics:,} compute NICs at "
+        f"{fmt_si(f.link_Bps * BITS_PER_BYTE, 'b/s')}",
+        f"Switches      {f.leaves} leaves, {f.spines} spines, {f.cores} cores"
+        f" in {f.scalable_units} scalable unit(s) of {f.nodes_per_su} node slots"
+        + (f"; {f.nvswitch_chips} NVSwitch chips" if f.nvswitch_chips else ""),
+        f"Cables        node/UFM-leaf {cables.node_leaf:,}, leaf-spine {cables.leaf_spine:,}, "
+        f"spine-core {cables.spine_core:,}, storage {cables.storage:,}",
+        f"Bandwidth     injection {fmt_si(f.injection_Bps, 'B/s')}, bisection {fmt_si(f.bisection_Bps, 'B/s')} "
+        f"(oversubscription 1:{f.oversubscription:g})",
     ]
-    groups = f.get("groups") or {}
-    if groups:
+    if f.groups:
         lines.append("")
-        lines.append(f"Groups (rank order {f.get('order', 'tp-dp-pp')}, every group of a kind communicating at once)")
+        lines.append(f"Groups (rank order {f.order or 'tp-dp-pp'}, every group of a kind communicating at once)")
         header = ["group", "size", "groups", "per node", "nodes", "lands", "algorithm", "bus bandwidth"]
         rows = []
-        for kind, g in groups.items():
-            rows.append([kind, str(g["size"]), str(g["count"]), str(g["ranks_per_node"]), str(g["nodes"]),
-                         _REACH_WORDS.get(g["reach"], g["reach"]), g.get("algorithm", "p2p" if kind == "pipeline"
-                                                                           else "all-to-all"),
-                         fmt_si(g["busbw_Bps"], "B/s")])
+        for kind, g in f.groups.items():
+            rows.append([kind, str(g.size), str(g.count), str(g.ranks_per_node), str(g.nodes),
+                         _REACH_WORDS.get(g.reach, g.reach),
+                         g.algorithm or ("p2p" if kind == "pipeline" else "all-to-all"),
+                         fmt_si(g.busbw_Bps, "B/s")])
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    if f.get("su"):
+    if f.su:
         lines.append("")
-        lines.append("Scalable units: " + "; ".join(f"SU{row['index']} {row['nodes']} nodes, {row['leaves']} leaves"
-                                                    + (f", {row['spines']} spines" if row.get("spines") else "")
-                                                    for row in f["su"][:8])
-                     + (f"; ... {len(f['su']) - 8} more" if len(f["su"]) > 8 else ""))
+        lines.append("Scalable units: " + "; ".join(f"SU{row.index} {row.nodes} nodes, {row.leaves} leaves"
+                                                    + (f", {row.spines} spines" if row.spines else "")
+                                                    for row in f.su[:8])
+                     + (f"; ... {len(f.su) - 8} more" if len(f.su) > 8 else ""))
     return "\n".join(lines)

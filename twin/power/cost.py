@@ -10,7 +10,6 @@ should come with ``electricity_price: 0 EUR/kWh``). Total cost = energy + rental
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from twin.power.country import carbon_intensity, country, electricity_price, to_eur
 
@@ -28,9 +27,6 @@ class CountryFigures:
     price_source: str
     energy_cost_eur: float | None
     total_cost_eur: float | None      # energy + rental (None when the energy price is unknown)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def rental_cost_eur(gpu_hour_price: tuple[float, str] | None, reserved_gpu_hours: float) -> float | None:

@@ -14,7 +14,6 @@ Per-device figures: ``bloom`` (150 kg per GPU, 2,500 kg per server), or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from twin import catalog
 from twin.errors import ScenarioError
@@ -42,12 +41,6 @@ class Embodied:
     @property
     def total_kg(self) -> float:
         return self.gpu_kg + self.server_kg
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"gpu_kg": self.gpu_kg, "server_kg": self.server_kg, "total_kg": self.total_kg,
-                "per_gpu_kg": self.spec.gpu_kg, "per_server_kg": self.spec.server_kg,
-                "lifetime_years": self.spec.lifetime_years, "utilization": self.spec.utilization,
-                "source": self.spec.source}
 
 
 def _kg(value: object) -> float:

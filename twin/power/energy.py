@@ -16,8 +16,8 @@ convention of the LLaMA and BLOOM papers, so their tables can be reproduced.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.power.devices import GPUPower, NodePower, node_power
@@ -34,10 +34,6 @@ class StepPower:
     phases_w: dict[str, float]       # GPU phase → watts
     gpu_avg_w: float
     activity: float                  # time-weighted share of the GPU's dynamic range
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"phases_s": self.phases_s, "phases_w": self.phases_w, "gpu_avg_w": self.gpu_avg_w,
-                "activity": self.activity}
 
 
 def step_phases(step: StepBreakdown) -> dict[str, float]:
@@ -91,55 +87,65 @@ class ClusterPower:
 
 
 def cluster_power(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, infrastructure_w: float = 0.0) -> ClusterPower:
+    """Busy nodes are those the job's GPUs fill; every other node of the cluster, spares included, idles."""
     node = node_power(cluster.node, cluster.gpu_power_cap_w)
     busy = min(cluster.nodes, -(-gpus_used // cluster.node.gpus))
-    idle = cluster.nodes - busy + cluster.spare_nodes
-    return ClusterPower(node, busy, idle, infrastructure_w, step_power(node.gpu, step))
+    return ClusterPower(node, busy, cluster.nodes - busy, infrastructure_w, step_power(node.gpu, step))
 
 
-def training_segments(time_s: float) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PowerSegment:
+    """IT power over one stretch of the job's timeline."""
+    start_s: float
+    end_s: float
+    phase: str
+    it_w: float                      # average over the stretch
+    checkpoint_s: float = 0.0        # checkpoint writes folded inside it, drawing checkpoint power
+
+    @property
+    def energy_j(self) -> float:
+        return (self.end_s - self.start_s) * self.it_w
+
+
+def training_segments(time_s: float) -> list[Segment]:
     """The timeline of a run without interruptions: one training segment."""
-    return [{"start_s": 0.0, "end_s": time_s, "phase": "train"}]
+    return [Segment(0.0, time_s, "train")]
 
 
-def power_timeline(power: ClusterPower, segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def power_timeline(power: ClusterPower, segments: list[Segment]) -> list[PowerSegment]:
     """IT power of each timeline segment; adjacent segments of the same phase are merged.
 
     A segment may carry ``checkpoint_s``, the checkpoint writes folded inside it: those
     seconds draw checkpoint power, the rest the segment's phase power; ``it_w`` is then
     the segment's average.
     """
-    out: list[dict[str, Any]] = []
+    out: list[PowerSegment] = []
     for seg in segments:
-        start, end, phase = float(seg["start_s"]), float(seg["end_s"]), str(seg.get("phase", "train"))
+        start, end, phase = seg.start_s, seg.end_s, seg.phase
         duration = end - start
         if duration <= 0:
             continue
-        inner_s = min(duration, float(seg.get("checkpoint_s") or 0.0)) if phase != "checkpoint" else 0.0
+        inner_s = min(duration, seg.checkpoint_s) if phase != "checkpoint" else 0.0
         energy = (duration - inner_s) * power.it_w(phase) + inner_s * power.it_w("checkpoint")
-        if out and out[-1]["phase"] == phase and abs(out[-1]["end_s"] - start) < 1e-9:
+        if out and out[-1].phase == phase and abs(out[-1].end_s - start) < 1e-9:
             last = out[-1]
-            total_j = last["it_w"] * (last["end_s"] - last["start_s"]) + energy
-            last["end_s"] = end
-            last["checkpoint_s"] += inner_s
-            last["it_w"] = total_j / (end - last["start_s"])
+            out[-1] = PowerSegment(last.start_s, end, phase, (last.energy_j + energy) / (end - last.start_s),
+                                   last.checkpoint_s + inner_s)
             continue
-        out.append({"start_s": start, "end_s": end, "phase": phase, "it_w": energy / duration,
-                    "checkpoint_s": inner_s})
+        out.append(PowerSegment(start, end, phase, energy / duration, inner_s))
     return out
 
 
-def timeline_energy_j(timeline: list[dict[str, Any]]) -> float:
-    return sum((s["end_s"] - s["start_s"]) * s["it_w"] for s in timeline)
+def timeline_energy_j(timeline: list[PowerSegment]) -> float:
+    return sum(s.energy_j for s in timeline)
 
 
-def phase_energy_kwh(timeline: list[dict[str, Any]], power: ClusterPower) -> dict[str, float]:
+def phase_energy_kwh(timeline: list[PowerSegment], power: ClusterPower) -> dict[str, float]:
     """IT energy by job phase (checkpoints folded inside segments count as checkpoint)."""
     out: dict[str, float] = {}
     for s in timeline:
-        inner_j = s.get("checkpoint_s", 0.0) * power.it_w("checkpoint")
-        total_j = (s["end_s"] - s["start_s"]) * s["it_w"]
-        out[s["phase"]] = out.get(s["phase"], 0.0) + (total_j - inner_j) / JOULES_PER_KWH
+        inner_j = s.checkpoint_s * power.it_w("checkpoint")
+        out[s.phase] = out.get(s.phase, 0.0) + (s.energy_j - inner_j) / JOULES_PER_KWH
         if inner_j:
             out["checkpoint"] = out.get("checkpoint", 0.0) + inner_j / JOULES_PER_KWH
     return out

@@ -2,7 +2,8 @@
 
 Switch counts are the fabric model's (``Result.fabric``: the compute fabric's
 leaves, spines and cores, and one storage leaf per pod of the storage fabric;
-docs/fabric.md), so power and topology describe the same network. Storage draws
+docs/fabric.md), so power and topology describe the same network; a one-node
+cluster has no compute fabric and is charged no switch. Storage draws
 power in proportion to its read bandwidth, from a reference appliance; without
 a storage system in the scenario neither it nor its fabric is counted (the
 nodes' storage NICs bound its speed, not its size). Switches and storage draw
@@ -12,9 +13,9 @@ the same power in every phase.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from twin.hardware.specs import ClusterSpec
+from twin.network.collectives import FabricSummary
 from twin.power.devices import SwitchPower, storage_w_per_read_Bps, switch_power
 
 
@@ -43,28 +44,18 @@ class Infrastructure:
     def total_w(self) -> float:
         return self.switches_w + self.storage_w
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "compute_fabric": {"leaf": self.compute_switches.leaf, "spine": self.compute_switches.spine,
-                               "core": self.compute_switches.core, "source": self.compute_switches.source},
-            "storage_fabric": {"leaf": self.storage_switches.leaf, "spine": self.storage_switches.spine,
-                               "core": self.storage_switches.core, "source": self.storage_switches.source},
-            "switch_model": self.switch.name,
-            "switch_w": self.switch.draw_w(),
-            "switches_w": self.switches_w,
-            "storage_w": self.storage_w,
-            "storage_source": self.storage_source,
-        }
 
-
-def infrastructure(cluster: ClusterSpec, fabric: dict[str, Any], storage_named: bool = True) -> Infrastructure:
+def infrastructure(cluster: ClusterSpec, fabric: FabricSummary) -> Infrastructure:
     """Switches and storage; a scenario that names no storage system (``cluster.storage``) has none counted."""
-    compute = SwitchCounts(fabric["leaves"], fabric["spines"], fabric["cores"], "fabric model")
+    if fabric.nodes <= 1:
+        compute = SwitchCounts(0, 0, 0, "one node: no compute fabric")
+    else:
+        compute = SwitchCounts(fabric.leaves, fabric.spines, fabric.cores, "fabric model")
     switch = switch_power()
-    if not storage_named:
+    if not cluster.storage.system:
         none = SwitchCounts(0, 0, 0, "no storage system in the scenario (cluster.storage)")
         return Infrastructure(compute, none, switch, compute.total * switch.draw_w(), 0.0, none.source)
-    storage = SwitchCounts(fabric["storage_leaves"], 0, 0, "fabric model: one storage leaf per pod")
+    storage = SwitchCounts(fabric.storage_leaves, 0, 0, "fabric model: one storage leaf per pod")
     switches_w = (compute.total + storage.total) * switch.draw_w()
     w_per_Bps, source = storage_w_per_read_Bps()
     return Infrastructure(compute, storage, switch, switches_w, cluster.storage.read_Bps * w_per_Bps, source)

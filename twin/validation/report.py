@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from twin.outputs import write_atomic
 from twin.report import table
 from twin.validation.metrics import METRICS
 from twin.validation.runner import Outcome, Summary
@@ -134,6 +135,5 @@ def write_report(markdown_path: str | None = None, case_files: list[str] | None 
         efficiencies = {name: rows[name] for name in Efficiency.names()}
         path = Path(markdown_path)
         existing = path.read_text(encoding="utf-8") if path.exists() else ""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(splice(existing, markdown(outcomes, summary, efficiencies)), encoding="utf-8")
+        write_atomic(path, splice(existing, markdown(outcomes, summary, efficiencies)))
     return text(outcomes, summary)

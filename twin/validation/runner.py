@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import catalog
-from twin.api import build, simulate
+from twin.api import build, parse_scenario, simulate
 from twin.errors import ScenarioError, TwinError
-from twin.scenario import parse_scenario
 from twin.units import parse_quantity
 from twin.validation.cases import Case, deep_merge
 from twin.validation.metrics import METRICS

@@ -53,7 +53,8 @@ class MemoryBreakdown:
         return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
                 + self.activations_bytes + self.runtime_bytes)
 
-    def as_dict(self) -> dict[str, float]:
+    def parts(self) -> dict[str, float]:
+        """Bytes of each part of the memory, and their total."""
         return {"weights": self.weights_bytes, "gradients": self.gradients_bytes,
                 "optimizer": self.optimizer_bytes, "activations": self.activations_bytes,
                 "runtime": self.runtime_bytes, "total": self.total_bytes}

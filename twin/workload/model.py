@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin import catalog
-from twin.scenario import InlineModel
 
 
 @dataclass(frozen=True)
@@ -139,16 +138,8 @@ class ModelSpec:
         return self.model_flops_per_token(seq_len) + extra
 
 
-def model_spec(model: str | InlineModel) -> ModelSpec:
-    """A catalog model by name, or an inline model from the scenario."""
-    if isinstance(model, InlineModel):
-        return ModelSpec(
-            name=model.name, layers=model.layers, hidden=model.hidden, heads=model.heads,
-            kv_heads=model.kv_heads or model.heads, ffn_hidden=model.ffn_hidden or 4 * model.hidden,
-            vocab=model.vocab, activation=model.activation, norm=model.norm,
-            tied_embeddings=model.tied_embeddings, experts=model.experts, top_k=model.top_k,
-            source="inline in the scenario",
-        )
-    row = catalog.entry("models", model, "training.model")
+def model_spec(name: str, field: str = "training.model") -> ModelSpec:
+    """A catalog model by name (an unknown name is a ScenarioError naming ``field``)."""
+    row = catalog.entry("models", name, field)
     fields = {k: v for k, v in row.items() if k != "source"}
-    return ModelSpec(name=model, source=row.get("source", ""), **fields)
+    return ModelSpec(name=name, source=row.get("source", ""), **fields)

@@ -13,8 +13,24 @@ from dataclasses import dataclass
 
 from twin.errors import InfeasibleError
 from twin.hardware.specs import ClusterSpec
-from twin.scenario import Parallelism
 from twin.workload.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """The parallel plan a scenario asks for (``training.parallelism``); ``data`` None means auto."""
+    tensor: int = 1
+    pipeline: int = 1
+    data: int | None = None
+    expert: int = 1
+    microbatch: int = 1
+    virtual_stages: int = 1
+    schedule: str = "1f1b"                # gpipe | 1f1b | interleaved
+    sequence_parallel: bool = True
+    recompute: str = "selective"          # none | selective | full
+    zero: int = 1
+    overlap_grad_reduce: bool = True
+    order: str = "tp-dp-pp"               # rank order, fastest-varying first
 
 
 @dataclass(frozen=True)
@@ -84,9 +100,14 @@ def layers_on_stage(layers: int, plan: "ParallelPlan", stage: int) -> int:
     return sum(stage_layers(layers, plan.pipeline, plan.virtual_stages)[stage::plan.pipeline])
 
 
-def resolve_plan(par: Parallelism, model: ModelSpec, cluster: ClusterSpec,
+def resolve_plan(par: PlanRequest, model: ModelSpec, cluster: ClusterSpec,
                  global_batch: int, seq_len: int) -> ParallelPlan:
-    """Check a requested plan against the model and cluster; fill ``data: auto``."""
+    """Check a requested plan against the model and the cluster's working nodes; fill ``data: auto``.
+
+    ``data: auto`` takes the largest data-parallel size that fits the GPUs and that every rule
+    below accepts: it divides the batch's micro-batches, is a multiple of expert parallelism, and
+    under the interleaved schedule leaves a multiple of ``pipeline`` micro-batches per replica.
+    """
     where = "training.parallelism"
     t, p, ep, mb, v = par.tensor, par.pipeline, par.expert, par.microbatch, par.virtual_stages
     if model.heads % t:
@@ -103,31 +124,36 @@ def resolve_plan(par: Parallelism, model: ModelSpec, cluster: ClusterSpec,
                               f"{model.layers} layers")
     schedule = par.schedule
     if v > 1 and schedule != "interleaved":
-        schedule = "interleaved"
+        raise InfeasibleError(f"{where}.virtual_stages", f"{v} needs schedule: interleaved (schedule is {schedule})")
     if schedule == "interleaved" and v == 1:
-        schedule = "1f1b"
+        schedule = "1f1b"                 # one chunk per stage: interleaving is plain 1F1B
     if ep > 1 and model.experts % ep:
         raise InfeasibleError(f"{where}.expert", f"{ep} does not divide the model's {model.experts} experts")
     if ep > 1 and not model.is_moe:
         raise InfeasibleError(f"{where}.expert", f"{ep} > 1 but {model.name} is a dense model (experts: 1)")
 
-    gpus = cluster.gpus
+    gpus = cluster.work_gpus
+    spares = f" ({cluster.spare_nodes} spare nodes held back)" if cluster.spare_nodes else ""
     if t * p > gpus:
-        raise InfeasibleError(where, f"tensor {t} × pipeline {p} = {t * p} GPUs, the cluster has {gpus}")
+        raise InfeasibleError(where, f"tensor {t} × pipeline {p} = {t * p} GPUs, the cluster has {gpus}{spares}")
     if global_batch % mb:
         raise InfeasibleError(f"{where}.microbatch", f"{mb} does not divide global_batch {global_batch}")
-    if par.data == "auto":
-        candidates = [d for d in range(gpus // (t * p), 0, -1)
-                      if (global_batch // mb) % d == 0 and d % ep == 0]
-        if not candidates:
+    if par.data is None:
+        micro = global_batch // mb
+
+        def accepted(d: int) -> bool:
+            return micro % d == 0 and d % ep == 0 and (v == 1 or (micro // d) % p == 0)
+
+        d = next((d for d in range(gpus // (t * p), 0, -1) if accepted(d)), 0)
+        if not d:
+            rule = f" with a multiple of pipeline {p} micro-batches per replica" if v > 1 else ""
             raise InfeasibleError(f"{where}.data", f"no data-parallel size divides global_batch {global_batch} / "
-                                  f"microbatch {mb} and is a multiple of expert {ep}")
-        d = candidates[0]
+                                  f"microbatch {mb}{rule} and is a multiple of expert {ep}")
     else:
         d = par.data
         if t * p * d > gpus:
             raise InfeasibleError(f"{where}.data", f"tensor {t} × pipeline {p} × data {d} = {t * p * d} GPUs, "
-                                  f"the cluster has {gpus}; largest data size: {gpus // (t * p)}")
+                                  f"the cluster has {gpus}{spares}; largest data size: {gpus // (t * p)}")
         if global_batch % (d * mb):
             raise InfeasibleError(f"{where}.data", f"global_batch {global_batch} is not a multiple of data {d} × "
                                   f"microbatch {mb}")

@@ -1,0 +1,58 @@
+"""The one entry point: scenario → hardware → workload & plan → engine → metrics → Result.
+
+The CLI, the dashboard, the validation cases and studies call these functions.
+Reading and validating a scenario happens here too, so callers need nothing
+below ``twin.api`` to go from a file (or an upload, or a dict) to an answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from twin import catalog
+from twin.api.specs import cluster_of
+from twin.api.training import Built, build, simulate_training
+from twin.network.collectives import CommModel, FabricSummary
+from twin.results import Result
+from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
+from twin.calibration import Efficiency
+
+__all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
+           "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
+           "scenario_from_text", "with_overrides"]
+
+
+def simulate(scenario: Scenario, closed_form: bool = False) -> Result:
+    """Answer a scenario; ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
+    return simulate_training(scenario, closed_form)
+
+
+def run_file(path: str | Path) -> Result:
+    return simulate(load_scenario(path))
+
+
+def run_dict(data: dict[str, Any]) -> Result:
+    return simulate(parse_scenario(data))
+
+
+def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
+    """A scenario from YAML text (an upload, an editor), with the file's guarantees."""
+    return parse_scenario(parse_yaml(text, source), source)
+
+
+def run_text(text: str, source: str = "scenario") -> Result:
+    return simulate(scenario_from_text(text, source))
+
+
+def fabric_file(path: str | Path) -> FabricSummary:
+    """The fabric of a scenario file and where its parallel groups land, without simulating."""
+    scenario = load_scenario(path)
+    if scenario.training is not None:
+        return build(scenario).comm.summary()
+    return CommModel(cluster_of(scenario.cluster), Efficiency.calibrated(scenario.efficiency)).summary()
+
+
+def catalog_names(kind: str) -> list[str]:
+    """Entry names of one catalog ('nodes', 'models', 'failure_profiles', ...)."""
+    return catalog.names(kind)

@@ -1,0 +1,208 @@
+"""Training (and fine-tuning) scenarios: hardware → workload & plan → step → job → power → Result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of
+from twin.calibration import Efficiency
+from twin.engine.iteration import IterationResult, simulate_iteration
+from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
+from twin.engine.operators import OperatorModel
+from twin.engine.stage_costs import Implementation, StepCosts, step_costs
+from twin.engine.step import StepBreakdown, step_time
+from twin.engine.storage import checkpoint_bytes_per_param
+from twin.errors import ScenarioError
+from twin.hardware.specs import ClusterSpec
+from twin.network.collectives import CommModel
+from twin.power.assess import assess
+from twin.power.capping import power_cap_factor
+from twin.results import Result
+from twin.scenario import Scenario, Training
+from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
+from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
+from twin.workload.model import ModelSpec
+from twin.workload.placement import Placement, place
+from twin.workload.plan import ParallelPlan, resolve_plan
+
+PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+@dataclass(frozen=True)
+class Built:
+    """Everything derived from a scenario before the clock runs."""
+    scenario: Scenario
+    cluster: ClusterSpec
+    model: ModelSpec
+    plan: ParallelPlan
+    placement: Placement
+    efficiency: Efficiency
+    ops: OperatorModel
+    comm: CommModel
+    costs: StepCosts
+    memory: MemoryBreakdown
+
+
+def build(scenario: Scenario) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+    tr = scenario.training
+    cluster = cluster_of(scenario.cluster)
+    model = model_of(tr.model)
+    gpu = cluster.node.gpu
+    try:
+        gpu.peak(tr.precision)
+    except KeyError:
+        supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
+        raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
+                            f"supported: {supported}") from None
+    request = plan_request_of(tr.parallelism)
+    plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
+    placement = place(plan, cluster.node.gpus, request.order)
+    efficiency = Efficiency.calibrated(scenario.efficiency)
+    ops = OperatorModel(gpu, tr.precision, efficiency,
+                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
+    comm = CommModel(cluster, efficiency, placement)
+    costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast))
+    memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
+    return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
+
+
+def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
+    """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy."""
+    built = build(scenario)
+    if closed_form:
+        return _result(built, step_time(built.costs, built.plan))
+    iteration = simulate_iteration(built.costs, built.plan)
+    return _result(built, iteration.breakdown, iteration)
+
+
+def _idle_reason(plan: ParallelPlan, tr: Training, cluster: ClusterSpec) -> str:
+    """Why a plan leaves GPUs idle: spares, the cluster does not divide, the batch does not, or the scenario said so."""
+    gpus = cluster.work_gpus
+    model_parallel = plan.tensor * plan.pipeline
+    largest = gpus // model_parallel
+    spares = (f"{cluster.spare_nodes} spare nodes ({cluster.spare_nodes * cluster.node.gpus} GPUs) are held back"
+              if cluster.spare_nodes else "")
+    if tr.parallelism.data != "auto":
+        reason = f"data parallelism {plan.data} is set in the scenario (at most {largest} would fit)"
+    elif plan.data == largest:
+        reason = (f"{gpus} GPUs are not a multiple of tensor {plan.tensor} × pipeline {plan.pipeline} = "
+                  f"{model_parallel}, so at most {largest} data-parallel replicas fit")
+    else:
+        rule = (f" with a multiple of pipeline {plan.pipeline} micro-batches per replica"
+                if plan.virtual_stages > 1 else "")
+        reason = (f"data parallelism {plan.data} is the largest up to {largest} that divides "
+                  f"global_batch {tr.global_batch} / microbatch {plan.microbatch}{rule}")
+    return "; ".join(filter(None, [spares, reason]))
+
+
+def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
+    sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
+    gpu = cluster.node.gpu
+    gpus_used = plan.gpus
+    tokens_per_s = plan.tokens_per_step / step.step_s
+    model_flops = model.model_flops_per_token(tr.seq_len) * plan.tokens_per_step
+    hardware_flops = model.hardware_flops_per_token(tr.seq_len, plan.recompute) * plan.tokens_per_step
+    peak = gpu.peak(tr.precision)
+    model_tflops = model_flops / step.step_s / gpus_used / 1e12
+    hardware_tflops = hardware_flops / step.step_s / gpus_used / 1e12
+    ideal_s = tr.tokens / tokens_per_s
+    time_s = ideal_s
+    warnings: list[str] = []
+    failures = None
+    segments: list[Segment] = []
+    events = []
+    interruptions, goodput, finished = 0.0, 1.0, True
+    policy = failure_policy_of(sc.failures, sc.cluster)
+    if sc.failures.enabled:
+        if ideal_s > policy.horizon_s:
+            finished = False
+            time_s = policy.horizon_s
+            segments = [Segment(0.0, time_s, "train")]
+            warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
+                            f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
+        else:
+            spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, model.params, tr.precision,
+                            tr.tokens, gpus_used, plan.data, plan.tokens_per_step, step.step_s)
+            stats = monte_carlo(spec, policy.seed, policy.samples)
+            failures = job_summary(spec, stats, policy.seed)
+            time_s = failures.time_to_train_s.p50
+            interruptions = failures.interruptions.p50
+            goodput = ideal_s / time_s
+            segments, events = stats.median.segments, stats.median.events
+            finished = stats.median.finished
+            if failures.finished_samples < failures.samples:
+                why = [f"{failures.stopped_at_horizon} reached the {fmt_duration(policy.horizon_s)} horizon "
+                       "(failures.horizon)" if failures.stopped_at_horizon else "",
+                       f"{failures.stopped_by_interruptions} stopped after {spec.max_interruptions:,} interruptions "
+                       "(the simulation's bound on failures)" if failures.stopped_by_interruptions else ""]
+                warnings.append(f"did not finish: of {failures.samples} samples, " + " and ".join(filter(None, why))
+                                + "; the times are lower bounds")
+    else:
+        segments = [Segment(0.0, time_s, "train")]
+
+    capacity = gpu.memory_bytes
+    fits = b.memory.total_bytes <= capacity
+    advice: list[str] = []
+    if not fits:
+        over = b.memory.total_bytes - capacity
+        options = fitting_alternatives(model, plan, tr.precision, tr.attention, capacity, cluster.node.gpus)
+        advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
+        warnings.append(f"does not fit: needs {fmt_bytes(b.memory.total_bytes)} per GPU, has {fmt_bytes(capacity)} "
+                        f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
+                                                         "no single change of ZeRO, recompute, pipeline or tensor fits"))
+    if gpus_used < cluster.work_gpus:
+        warnings.append(f"{cluster.gpus - gpus_used} of {cluster.gpus} GPUs idle: " + _idle_reason(plan, tr, cluster))
+    if plan.tensor > cluster.node.gpus:
+        warnings.append(f"tensor parallelism {plan.tensor} spans nodes ({cluster.node.gpus} GPUs per node): "
+                        "its all-reduces run over the network")
+    if tr.parallelism.schedule == "interleaved" and plan.virtual_stages == 1:
+        warnings.append("schedule interleaved with virtual_stages 1 runs as plain 1F1B; set "
+                        "training.parallelism.virtual_stages above 1 to interleave")
+    capacity_bytes = cluster.storage.capacity_bytes
+    if capacity_bytes is not None:
+        checkpoint_bytes = model.params * checkpoint_bytes_per_param(tr.precision)
+        if checkpoint_bytes > capacity_bytes:
+            warnings.append(f"storage: one checkpoint ({fmt_si(checkpoint_bytes, 'B')}) exceeds the storage capacity "
+                            f"({fmt_si(capacity_bytes, 'B')}, cluster.storage.capacity)")
+
+    fabric = b.comm.summary()
+    pw = assess(cluster, step, gpus_used, site_of(sc.site), time_s, segments, fabric)
+    warnings.extend(pw.warnings)
+    sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()
+    return Result(
+        scenario=sc.name,
+        gpus_total=cluster.gpus,
+        gpus_used=gpus_used,
+        step_time_s=step.step_s,
+        tokens_per_s=tokens_per_s,
+        model_tflops_per_gpu=model_tflops,
+        hardware_tflops_per_gpu=hardware_tflops,
+        mfu=model_tflops * 1e12 / peak,
+        hfu=hardware_tflops * 1e12 / peak,
+        memory_per_gpu_bytes=b.memory.total_bytes,
+        memory_capacity_bytes=capacity,
+        memory_fits=fits,
+        ideal_time_to_train_s=ideal_s,
+        time_to_train_s=time_s,
+        gpu_hours=gpus_used * time_s / SECONDS_PER_HOUR,
+        interruptions=interruptions,
+        goodput=goodput,
+        finished=finished,
+        tokens=tr.tokens,
+        tokens_per_step=plan.tokens_per_step,
+        country=pw.site.code,
+        pue=sc.site.pue,
+        plan=plan,
+        step=step,
+        memory=b.memory,
+        memory_advice=advice,
+        power=pw,
+        fabric=fabric,
+        failures=failures,
+        segments=segments,
+        events=events,
+        step_timeline=iteration.timeline if iteration else (),
+        warnings=warnings,
+        sources=sources,
+    )

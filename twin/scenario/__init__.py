@@ -1,0 +1,222 @@
+"""The scenario file: YAML in, a validated, frozen ``Scenario`` out.
+
+This is a user-facing contract (docs/scenario.md documents every key). Unknown
+keys are rejected; quantities may carry units and are parsed here, once, into
+SI floats; every number is finite and within a documented limit. Every error is
+a ``ScenarioError`` whose message starts with the key path
+(``training.parallelism.tensor: ...``) and fits on one line.
+
+Only ``twin.api`` (and what sits above it) reads a ``Scenario``: it turns the
+sections into the frozen specs the layers below take.
+"""
+
+import copy
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, field_validator, model_validator
+
+from twin import catalog
+from twin.calibration import Efficiency
+from twin.errors import ScenarioError, did_you_mean
+from twin.scenario.cluster import Cluster, Fabric, Storage
+from twin.scenario.failures import Failures
+from twin.scenario.fields import Strict, name_text, number, shown
+from twin.scenario.load import decode, parse_yaml, read_text
+from twin.scenario.site import Embodied, Site
+from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
+
+__all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
+           "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
+           "read_text", "decode", "with_overrides", "WORKLOADS"]
+
+# The workload sections a scenario may hold; it holds exactly one.
+WORKLOADS = ("training",)
+
+EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
+
+
+ScenarioName = name_text(200)
+
+
+class Scenario(Strict):
+    name: ScenarioName = "unnamed scenario"
+    cluster: Cluster
+    site: Site = Site()
+    training: Training | None = None
+    failures: Failures = Failures()
+    efficiency: dict[str, EfficiencyValue] = {}     # overrides of calibrated efficiencies (calibration.yaml)
+
+    @field_validator("efficiency", mode="before")
+    @classmethod
+    def _known_efficiencies(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            known = Efficiency.names()
+            for key in value:
+                if key not in known:
+                    raise ValueError(f"unknown efficiency {shown(key)}{did_you_mean(str(key), known)}; "
+                                     f"allowed: {', '.join(known)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_workload(self) -> "Scenario":
+        present = [w for w in WORKLOADS if getattr(self, w) is not None]
+        if len(present) != 1:
+            raise ValueError(f"a scenario describes one workload: write one of {', '.join(WORKLOADS)}"
+                             + (f" (found {', '.join(present)})" if present else ""))
+        return self
+
+    @property
+    def workload(self) -> str:
+        """Which workload section the scenario holds."""
+        return next(w for w in WORKLOADS if getattr(self, w) is not None)
+
+
+# ---------------------------------------------------------------------------
+# Error messages
+
+# Branch names pydantic puts in an error's location; they are not keys a user wrote.
+_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model"}
+
+
+def _model_class_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model class that owns the key at ``loc`` (for 'allowed keys' hints)."""
+    cls: type[BaseModel] = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int) or part not in cls.model_fields:
+            return None
+        annotation = cls.model_fields[part].annotation
+        candidates = _flatten(annotation)
+        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+        if not nested:
+            return None
+        cls = nested[0]
+    return cls
+
+
+def _flatten(annotation: Any) -> list[Any]:
+    args = typing.get_args(annotation)
+    if not args:
+        return [annotation]
+    out = []
+    for a in args:
+        out.extend(_flatten(a))
+    return out
+
+
+def _path(loc: tuple) -> str:
+    parts = [p for p in loc if not (isinstance(p, str) and (p in _UNION_TAGS or p.startswith(("literal[", "function-", "constrained-"))
+                                                           or "[" in p))]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _format_error(exc: ValidationError) -> ScenarioError:
+    """The most telling pydantic error as one line: key path, value, what is allowed."""
+    errors = exc.errors()
+    # A value that fails every branch of a union yields one error per branch; the one we wrote
+    # ourselves (value_error) says most.
+    err = next((e for e in errors if e["type"] == "value_error"), errors[0])
+    path = _path(err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS))
+        owner = _model_class_at(loc)
+        allowed = list(owner.model_fields) if owner else []
+        hint = did_you_mean(str(loc[-1]), allowed) if allowed else ""
+        return ScenarioError(path, f"unknown key{hint}" + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+    if kind == "missing":
+        return ScenarioError(path, "is required")
+    message = err["msg"].removeprefix("Value error, ")
+    if kind in {"value_error", "assertion_error"}:
+        return ScenarioError(path, message)
+    if kind == "model_type" or kind == "dict_type":
+        return ScenarioError(path, f"{shown(err.get('input'))} is not allowed: write a mapping of keys")
+    return ScenarioError(path, f"{shown(err.get('input'))} is not allowed: {message}")
+
+
+# ---------------------------------------------------------------------------
+# Loading
+
+
+def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
+    """Validate a mapping (already parsed from YAML) into a Scenario."""
+    if not isinstance(data, dict):
+        raise ScenarioError("", f"{source}: the scenario must be a YAML mapping of keys "
+                                f"(name, cluster, site, {', '.join(WORKLOADS)}, failures)")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _format_error(exc) from None
+    except RecursionError:
+        raise ScenarioError("", f"{source}: nested too deeply") from None
+    _check_catalog_names(scenario)
+    _check_meaning(scenario)
+    return scenario
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    return parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+
+
+def _check_catalog_names(scenario: Scenario) -> None:
+    """Catalog names resolve, with a 'did you mean' when they do not."""
+    catalog.entry("nodes", scenario.cluster.node, "cluster.node")
+    if scenario.training is not None and isinstance(scenario.training.model, str):
+        catalog.entry("models", scenario.training.model, "training.model")
+    if scenario.failures.enabled:
+        catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
+
+
+def _check_meaning(scenario: Scenario) -> None:
+    """Rules that tie several keys together."""
+    c = scenario.cluster
+    if c.spare_nodes >= c.nodes:
+        raise ScenarioError("cluster.spare_nodes", f"{c.spare_nodes} is not allowed: spares are held back from the "
+                            f"{c.nodes} nodes of the cluster, so at most {c.nodes - 1}")
+    if c.fabric.topology == "single-switch" and c.fabric.oversubscription != 1:
+        raise ScenarioError("cluster.fabric.oversubscription", f"{c.fabric.oversubscription:g} is not allowed with "
+                            "topology single-switch: every node sits on the one switch (1:1)")
+    if scenario.training is not None:
+        _check_training(scenario.training)
+
+
+def _check_training(tr: Training) -> None:
+    if isinstance(tr.model, InlineModel):
+        m, where = tr.model, "training.model"
+        if m.hidden % m.heads:
+            raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
+                                "(each head is hidden / heads wide)")
+        kv = m.kv_heads or m.heads
+        if kv > m.heads or m.heads % kv:
+            raise ScenarioError(f"{where}.kv_heads", f"{kv} does not divide heads {m.heads} "
+                                "(each KV head serves a whole group of query heads)")
+        if m.top_k > 1 and m.experts == 1:
+            raise ScenarioError(f"{where}.top_k", f"{m.top_k} needs experts > 1 (a dense model routes to no experts)")
+        if m.top_k > m.experts:
+            raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
+    p = tr.parallelism
+    if p.virtual_stages > 1 and p.schedule != "interleaved":
+        raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
+                            f"(schedule is {p.schedule}, which runs one model chunk per stage)")
+    if tr.autocast and tr.precision in ("fp32", "tf32"):
+        raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
+                            f"{tr.precision}; allowed with bf16, fp16 or fp8")
+
+
+def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of raw scenario data with dotted keys replaced ({'cluster.nodes': 64})."""
+    result = copy.deepcopy(data)
+    for dotted, value in changes.items():
+        node = result
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value
+    return result

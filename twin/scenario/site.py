@@ -1,0 +1,72 @@
+"""``site:``: where the cluster runs: country, PUE, grid carbon, prices and embodied carbon."""
+
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+
+from twin.errors import ScenarioError
+from twin.scenario.fields import Flag, Strict, number, shown
+from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
+
+# Prices above these are typing slips (docs/scenario.md, "Limits").
+MAX_ELECTRICITY_PRICE_PER_KWH = 10.0     # 20x the highest EU industrial prices of 2022 (about 0.5 EUR/kWh)
+MAX_GPU_HOUR_PRICE = 1000.0              # 100x the list price of an H100 GPU-hour (about 10 USD)
+
+
+def _price(parser, ceiling: float, unit: str, example: str):
+    def parse(value: Any) -> tuple[float, str]:
+        if isinstance(value, bool) or not isinstance(value, str):
+            raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '{example}'")
+        try:
+            amount, currency = parser(value, "")
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
+        if not 0 <= amount <= ceiling:        # also refuses NaN
+            raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {ceiling:g} {currency}{unit}")
+        return amount, currency
+
+    return Annotated[tuple[float, str], BeforeValidator(parse)]
+
+
+MAX_COMPARED_COUNTRIES = 50
+
+Fraction = number(gt="0", le="1", why="a fraction")
+GpuKg = number(ge="0", le="10000", why="kg CO2e per GPU; published figures are 15-150")
+ServerKg = number(ge="0", le="100000", why="kg CO2e per server; published figures are about 2,500")
+LifetimeYears = number(gt="0", le="30", why="service life in years")
+Pue = number(ge="1", le="4", why="facility power / IT power; surveyed data centres average 1.56")
+CarbonIntensity = number("carbon_intensity", ge="0", le="2000 g/kWh",
+                         why="lignite power is about 1,100 g CO2e/kWh over its life cycle")
+ElectricityPrice = _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
+GpuHourPrice = _price(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h")
+
+
+def _short_list(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > MAX_COMPARED_COUNTRIES:
+        raise ValueError(f"{len(value)} countries is not allowed: at most {MAX_COMPARED_COUNTRIES}")
+    return value
+
+
+Countries = Annotated[list[str], BeforeValidator(_short_list)]
+
+
+class Embodied(Strict):
+    enabled: Flag = False
+    method: Literal["bloom", "llmcarbon"] = "bloom"        # per-device figures (docs/power.md)
+    gpu_kg: GpuKg | None = None
+    server_kg: ServerKg | None = None
+    lifetime_years: LifetimeYears | None = None            # default 6 (BLOOM)
+    utilization: Fraction | None = None                    # default 0.85 (BLOOM)
+
+
+class Site(Strict):
+    country: str = "US"
+    pue: Pue = 1.58
+    compare: Countries = []
+    carbon_intensity: CarbonIntensity | None = None        # overrides the dataset for the site
+    electricity_price: ElectricityPrice | None = None      # (amount per kWh, currency)
+    gpu_hour_price: GpuHourPrice | None = None             # (amount per GPU-hour, currency)
+    accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
+    embodied: Embodied = Embodied()
+

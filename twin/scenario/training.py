@@ -1,0 +1,91 @@
+"""``training:``: the model, the data, the batch, the precision and the parallel plan."""
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Discriminator, Tag, model_validator
+
+from twin.scenario.fields import Flag, Strict, name_text, number
+
+Layers = number(integer=True, ge="1", le="10000", why="100x the deepest published LLM")
+Width = number(integer=True, ge="1", le="1048576", why="2^20, 20x the widest published model")
+Heads = number(integer=True, ge="1", le="65536", why="2^16")
+FfnWidth = number(integer=True, ge="1", le="4194304", why="2^22")
+Vocab = number(integer=True, ge="1", le="16777216", why="2^24, 64x the largest published vocabulary")
+Experts = number(integer=True, ge="1", le="4096", why="4x the most experts published")
+ModelName = name_text(80)
+
+
+class InlineModel(Strict):
+    layers: Layers
+    hidden: Width
+    heads: Heads
+    kv_heads: Heads | None = None
+    ffn_hidden: FfnWidth | None = None
+    vocab: Vocab
+    activation: Literal["gelu", "swiglu"] = "swiglu"
+    norm: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    tied_embeddings: Flag = False
+    experts: Experts = 1
+    top_k: Experts = 1                     # at most experts
+    name: ModelName = "custom"
+
+
+def _model_kind(value: Any) -> str:
+    return "inline-model" if isinstance(value, dict) else "catalog-model"
+
+
+# A catalog name, or a mapping describing the model inline.
+ModelChoice = Annotated[Union[Annotated[str, Tag("catalog-model")], Annotated[InlineModel, Tag("inline-model")]],
+                        Discriminator(_model_kind)]
+
+Degree = number(integer=True, ge="1", le="65536", why="2^16 ranks")
+Replicas = number(integer=True, ge="1", le="1048576", why="2^20 replicas")
+Microbatch = number(integer=True, ge="1", le="65536", why="2^16 sequences")
+VirtualStages = number(integer=True, ge="1", le="1024", why="model chunks per pipeline stage")
+ZeroStage = number(integer=True, ge="0", le="3", why="ZeRO stages 0 to 3")
+Interval = number("time", gt="0 s", le="365 d", why="at least one checkpoint a year")
+Tokens = number("count", gt="0", le="1000T", why="about 70x the 15T tokens of Llama 3")
+SeqLen = number(integer=True, ge="1", le="16777216",
+                why="2^24, above the longest context a published model trains on (10M)")
+GlobalBatch = number(integer=True, ge="1", le="16777216", why="2^24 sequences")
+
+
+class Parallelism(Strict):
+    tensor: Degree = 1
+    pipeline: Degree = 1
+    data: Union[Literal["auto"], Replicas] = "auto"
+    expert: Degree = 1
+    microbatch: Microbatch = 1
+    virtual_stages: VirtualStages = 1
+    schedule: Literal["gpipe", "1f1b", "interleaved"] = "1f1b"
+    sequence_parallel: Flag = True
+    recompute: Literal["none", "selective", "full"] = "selective"
+    zero: ZeroStage = 1
+    overlap_grad_reduce: Flag = True
+    # Rank order, fastest-varying first: Megatron-LM's default keeps a tensor group inside a node.
+    order: Literal["tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"] = "tp-dp-pp"
+
+    @model_validator(mode="after")
+    def _schedule_follows_virtual_stages(self) -> "Parallelism":
+        """Unwritten, the schedule is 1f1b, or interleaved when there are virtual stages to interleave."""
+        if self.virtual_stages > 1 and "schedule" not in self.model_fields_set:
+            return self.model_copy(update={"schedule": "interleaved"})
+        return self
+
+
+class Checkpoint(Strict):
+    interval: Union[Literal["auto"], Interval] = "auto"
+    asynchronous: Flag = False
+
+
+class Training(Strict):
+    model: ModelChoice
+    tokens: Tokens
+    seq_len: SeqLen
+    global_batch: GlobalBatch
+    precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = "bf16"
+    attention: Literal["flash", "flash2", "flash1", "standard"] = "flash"
+    kernels: Literal["fused", "eager"] = "fused"
+    autocast: Flag = False
+    parallelism: Parallelism = Parallelism()
+    checkpoint: Checkpoint = Checkpoint()
