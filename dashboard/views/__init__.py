@@ -51,6 +51,11 @@ def preview_note(ctx: Context) -> None:
     button.button(f"Refine: {asked} samples", on_click=panel.refine, args=(ctx,), key=f"refine.{ctx.page}")
 
 
+def table(rows: list[dict[str, Any]]) -> None:
+    """A table tall enough to show every row (no inner scrolling)."""
+    st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3)
+
+
 def figure(what: str, fn: Callable[..., Any], *args: Any, available: bool = True,
            missing: str = "not available in this result", key: str | None = None) -> bool:
     """Draw the figure ``fn(*args)`` builds; a note instead when its data is missing."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, needs_result, table
 from twin.figures.fabric import fabric_figure
 from twin.figures.power import hottest_racks, rack_power_figure
 from twin.units import fmt_si
@@ -42,4 +42,4 @@ def render(ctx: Context) -> None:
             st.caption("No rack power limit in the scenario: set `cluster.rack_power_limit` (e.g. `25 kW`) to see "
                        "each rack against it.")
         st.markdown("**Hottest racks** (racks that draw alike share a row)")
-        st.dataframe(hottest_racks(r), hide_index=True)
+        table(hottest_racks(r))

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import cached, core, export, whatifs
 from dashboard.panel import Context
-from dashboard.views import needs_result
+from dashboard.views import needs_result, table
 from twin.figures.compare import compare_figure, rows_to_csv, side_by_side, summary_row
 
 
@@ -37,7 +37,7 @@ def _pinned(ctx: Context) -> None:
         return
     columns = whatifs.pinned_columns(ctx, cached.evaluate)
     st.caption("Each column against the scenario as written (first column); carbon and cost in every country.")
-    st.dataframe(side_by_side(columns, deltas=True, per_country=True), hide_index=True)
+    table(side_by_side(columns, deltas=True, per_country=True))
 
 
 def render(ctx: Context) -> None:
@@ -68,7 +68,7 @@ def render(ctx: Context) -> None:
             st.error(f"{c.name}: {c.error}")
     if any(c.result is not None for c in columns):
         st.plotly_chart(compare_figure(columns), key="fig.compare")
-    st.dataframe(side_by_side(columns), hide_index=True)
+    table(side_by_side(columns))
     a, b, c = st.columns(3)
     items = [{"what-if": col.name, "dimensions": col.dims, "result": col.result, "error": col.error}
              for col in columns]

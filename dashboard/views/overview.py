@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import cached, export
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result, preview_note
+from dashboard.views import figure, needs_result, preview_note, table
 from twin.figures import overview
 from twin.figures.power import country_comparison_figure
 
@@ -49,7 +49,7 @@ def render(ctx: Context) -> None:
         st.subheader("Parallel plan")
         st.caption((r.get("plan") or {}).get("description", ""))
         rows = overview.plan_rows(r)
-        st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3)
+        table(rows)
     with right:
         st.subheader("Memory per GPU")
         st.plotly_chart(overview.memory_figure(r), key="fig.memory")
@@ -64,7 +64,7 @@ def render(ctx: Context) -> None:
                "scenario's `site.compare` list, and France and Germany side by side when either is the site.")
     figure("Country comparison", country_comparison_figure, r,
            available=bool((r.get("power") or {}).get("countries")), key="fig.countries")
-    st.dataframe(overview.country_rows(r), hide_index=True)
+    table(overview.country_rows(r))
     left, right = st.columns(2)
     with left:
         export.report_button(ctx, "overview")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, needs_result, table
 from twin.figures.step import step_breakdown_figure, step_gantt_figure, step_parts_rows
 
 
@@ -18,4 +18,4 @@ def render(ctx: Context) -> None:
     figure("Step Gantt chart", step_gantt_figure, r, available=bool(r.get("step_timeline")))
     st.subheader("Step-time breakdown")
     figure("Step-time breakdown", step_breakdown_figure, r)
-    st.dataframe(step_parts_rows(r), hide_index=True)
+    table(step_parts_rows(r))

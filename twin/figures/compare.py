@@ -189,7 +189,7 @@ def compare_figure(columns: list[Column]) -> go.Figure:
     fig.update_layout(height=600, barmode="group", margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.08, "yanchor": "top", "x": 0},
                       uniformtext={"minsize": 9, "mode": "hide"})
-    fig.update_yaxes(tickformat=".3s")
+    fig.update_yaxes(tickformat=".3~s")
     if dims:
         fig.update_xaxes(title_text=dims[0], type="category")
     return fig

@@ -184,7 +184,7 @@ def country_comparison_figure(result: dict[str, Any]) -> go.Figure:
                          hovertemplate="%{x}: %{y:,.0f} EUR at %{customdata[0]:.3f} EUR/kWh<extra></extra>"),
                   row=1, col=2)
     fig.update_traces(texttemplate="%{y:.3s}", textposition="auto")
-    fig.update_yaxes(tickformat=".3s")
+    fig.update_yaxes(tickformat=".3~s")
     fig.update_layout(title="The same run in each country", showlegend=False,
                       uniformtext={"minsize": 9, "mode": "hide"})
     return fig

@@ -58,9 +58,9 @@ def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
         xaxis_title="time in the step (s)",
         yaxis={"categoryorder": "array", "categoryarray": [f"stage {s}" for s in reversed(stages)]},
         uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"},
-        height=170 + ROW_PX * max(1, len(stages)),
-        legend={"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0},
-        margin={"l": 70, "r": 20, "t": 50, "b": 10},
+        height=190 + ROW_PX * max(1, len(stages)),
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+        margin={"l": 70, "r": 20, "t": 90, "b": 40},
     )
     return fig
 
