@@ -24,7 +24,7 @@ from twin.workload.plan import ParallelPlan
 def plan(t: int, p: int, d: int) -> ParallelPlan:
     return ParallelPlan(tensor=t, pipeline=p, data=d, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
                         sequence_parallel=True, recompute="selective", zero=1, overlap_grad_reduce=True,
-                        global_batch=d * 16, seq_len=4096)
+                        overlap_param_gather=True, global_batch=d * 16, seq_len=4096)
 
 
 REPEATS = 3      # best of, to keep other load on the machine out of the figure

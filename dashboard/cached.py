@@ -32,3 +32,8 @@ def base_scenario(text: str, source: str) -> dict[str, Any]:
 @st.cache_data(show_spinner="Simulating…", max_entries=256)
 def evaluate(raw: dict[str, Any]) -> dict[str, Any]:
     return core.evaluate(raw)
+
+
+@st.cache_data(show_spinner="Searching the highest rate within the SLO…", max_entries=64)
+def serving_capacity(raw: dict[str, Any]) -> dict[str, Any]:
+    return core.serving_capacity(raw)

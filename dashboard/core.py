@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from twin.api import Scenario, catalog_names, decode, parse_scenario, simulate, with_overrides
+from twin.api import Scenario, capacity, catalog_names, decode, parse_scenario, simulate, with_overrides
 from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
 from twin.units import SECONDS_PER_MINUTE
@@ -85,6 +85,7 @@ class Knobs:
     checkpoint_min: float       # 0 = auto (Young/Daly)
     failures: bool
     failure_profile: str
+    workload: str = "training"  # the scenario's workload section; not a knob (serving shows fewer knobs)
 
 
 # knob → (dotted scenario key, value written into the scenario; None deletes the key)
@@ -111,8 +112,15 @@ _KNOB_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
+# Knobs a serving scenario has (the rest stay at their value and are not shown).
+SERVING_KNOBS = ("node", "nodes", "tensor", "pipeline", "precision", "country", "pue", "gpu_power_cap_w")
+SERVING_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
+
+
 def knobs_from(scenario: Scenario) -> Knobs:
     """The knob values a scenario implies."""
+    if scenario.serving is not None:
+        return _serving_knobs(scenario)
     c, t, p = scenario.cluster, scenario.training, scenario.training.parallelism
     interval = t.checkpoint.interval
     return Knobs(
@@ -127,13 +135,27 @@ def knobs_from(scenario: Scenario) -> Knobs:
     )
 
 
+def _serving_knobs(scenario: Scenario) -> Knobs:
+    """A serving scenario's knobs: cluster, parallelism, precision and site; training's at neutral values."""
+    c, sv = scenario.cluster, scenario.serving
+    return Knobs(
+        node=c.node, nodes=c.nodes, spare_nodes=c.spare_nodes, tensor=sv.parallelism.tensor,
+        pipeline=sv.parallelism.pipeline, data=0, microbatch=1, global_batch=1, schedule="1f1b",
+        recompute="selective", zero=1, precision=sv.precision, tokens_billion=1.0, country=scenario.site.country,
+        pue=scenario.site.pue, gpu_power_cap_w=c.gpu_power_cap or 0.0, checkpoint_min=0.0, failures=False,
+        failure_profile=scenario.failures.profile, workload="serving",
+    )
+
+
 def knob_changes(base: Knobs, chosen: Knobs) -> dict[str, Any]:
     """Dotted scenario keys whose knob moved, with the value to write (None: remove the key)."""
     changes = {}
     for f in fields(Knobs):
         before, after = getattr(base, f.name), getattr(chosen, f.name)
-        if before != after:
+        if f.name != "workload" and before != after:
             key, convert = _KNOB_KEYS[f.name]
+            if key.startswith("training.") and base.workload != "training":
+                key = base.workload + key.removeprefix("training")
             changes[key] = convert(after)
     return changes
 
@@ -271,6 +293,20 @@ def displayed(raw: dict[str, Any], base: dict[str, Any], refine: bool) -> dict[s
     if not refine and base["samples"] > PREVIEW_SAMPLES:
         changes["failures.samples"] = PREVIEW_SAMPLES
     return with_overrides(raw, changes)
+
+
+# Trial rates the Serving page adds to the capacity search, as fractions of the offline throughput,
+# so that its latency-throughput curve spans light load to saturation.
+SWEEP_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.2)
+
+
+def serving_capacity(raw: dict[str, Any]) -> dict[str, Any]:
+    """A serving scenario's capacity record with a rate sweep → {"result": dict or None, "error": one line}."""
+    try:
+        result = capacity(parse_scenario(copy.deepcopy(raw)), grid=SWEEP_FRACTIONS)
+        return {"result": result.to_dict(), "error": None}
+    except Exception as exc:  # noqa: BLE001 - the page shows one line, never a traceback
+        return {"result": None, "error": one_line(exc)}
 
 
 def to_yaml(raw: dict[str, Any]) -> str:

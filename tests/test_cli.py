@@ -109,7 +109,8 @@ def test_missing_file_exits_2(tmp_path):
     assert out.returncode == 2 and "cannot read scenario file" in out.stderr
 
 
-@pytest.mark.parametrize("kind, needle", [("gpus", "h100-sxm"), ("nodes", "dgx-b200"), ("models", "mixtral-8x7b")])
+@pytest.mark.parametrize("kind, needle", [("gpus", "h100-sxm"), ("nodes", "dgx-b200"), ("models", "mixtral-8x7b"),
+                                         ("stacks", "deepspeed-megatron-pipeline")])
 def test_catalog_lists(kind, needle):
     out = twin("catalog", kind)
     assert out.returncode == 0 and needle in out.stdout

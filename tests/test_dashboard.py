@@ -60,7 +60,39 @@ def assert_clean(at: AppTest) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Pages
+# Pages (every page of every shipped scenario is drawn in a real browser: tests/test_browser.py)
+
+
+TITLES = {"scenario": "Scenario", "overview": "Overview", "cluster": "Cluster", "step": "Training step", "job": "Job",
+          "compare": "Compare", "serving": "Serving"}
+SERVING_SCENARIOS = [s for s in core.shipped_scenarios(ROOT / "scenarios") if s.startswith("serve-")]
+
+
+def test_a_training_scenario_sends_the_reader_from_the_serving_page_to_its_own():
+    at = app("serving")
+    assert_clean(at)
+    assert any("for serving scenarios" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("scenario", SERVING_SCENARIOS)
+def test_serving_scenarios_draw_the_serving_page_and_a_note_on_training_pages(scenario):
+    at = app("serving", scenario)
+    assert_clean(at)
+    labels = {m.label for m in at.metric}
+    assert {"Output tokens/s", "TTFT p99", "TPOT p99", "SLO", "Energy per M tokens"} <= labels
+    assert all(re.search(r"[^\d\s.,]", m.value) for m in at.metric), "every headline number has its unit"
+    assert len(at.get("plotly_chart")) == 2, "latency against throughput, and countries"
+    assert at.dataframe, "GPUs for a target rate"
+    for page in ("overview", "cluster", "step", "job", "compare"):
+        at.sidebar.radio(key="page").set_value(page)
+        at.run()
+        assert_clean(at)
+        assert at.title[0].value == TITLES[page]
+        assert any("for training scenarios" in i.value for i in at.info), page
+        assert not at.get("plotly_chart")
+    at.sidebar.radio(key="page").set_value("scenario")
+    at.run()
+    assert_clean(at)
 
 
 def test_job_page_with_failures_enabled():
@@ -204,7 +236,7 @@ def test_yaml_edited_in_place_is_used_and_reverted():
     at.sidebar.radio(key="page").set_value("overview")
     at.run()
     edited = duration_s(metric(at, "Time to train (P50)"))
-    assert edited == pytest.approx(duration_s("22.2 days") / 2, rel=0.1)
+    assert edited == pytest.approx(duration_s("20.3 days") / 2, rel=0.1)
     at.sidebar.radio(key="page").set_value("scenario")
     at.run()
     at.text_area[0].set_value("training: {tokens: 2T")
@@ -380,3 +412,17 @@ def test_the_dashboard_previews_failures_with_fewer_samples_until_refined():
     assert base["samples"] == 100 > core.PREVIEW_SAMPLES
     assert core.displayed(base["raw"], base, refine=False)["failures"]["samples"] == core.PREVIEW_SAMPLES
     assert core.displayed(base["raw"], base, refine=True)["failures"]["samples"] == 100
+
+
+def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page():
+    raw = {"name": "70B on L4", "cluster": {"node": "l4-server", "nodes": 1},
+           "serving": {"model": "llama3-70b", "load": {"rate": "1/s", "input_tokens": {"mean": 1000},
+                                                       "output_tokens": {"mean": 200}},
+                       "slo": {"ttft_p99": "2 s"}}}
+    at = app("serving")
+    at.sidebar.get("file_uploader")[0].set_value(("big.yaml", yaml.safe_dump(raw).encode(), "application/x-yaml"))
+    at.run()
+    assert_clean(at)
+    assert any("does not fit" in w.value and "tensor 8 would fit" in w.value for w in at.warning)
+    assert any("does not fit" in i.value for i in at.info)
+    assert not at.get("plotly_chart")

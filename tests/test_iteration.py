@@ -20,13 +20,13 @@ SUPERPOD = Path(__file__).resolve().parents[1] / "scenarios" / "superpod.yaml"
 def plan(p: int, m: int, v: int = 1, schedule: str = "1f1b", overlap: bool = True, zero: int = 0) -> ParallelPlan:
     return ParallelPlan(tensor=1, pipeline=p, data=1, expert=1, microbatch=1, virtual_stages=v, schedule=schedule,
                         sequence_parallel=False, recompute="none", zero=zero, overlap_grad_reduce=overlap,
-                        global_batch=m, seq_len=1)
+                        overlap_param_gather=overlap, global_batch=m, seq_len=1)
 
 
 def equal_costs(p: int, v: int = 1, fwd: float = 1.0, bwd: float = 2.0, p2p: float = 0.0,
                 dp: float = 0.0, optimizer: float = 0.0, layers: int = 4) -> StepCosts:
     chunk = ChunkCost(fwd / v, bwd / v, 0.0, 0.0, layers)
-    return StepCosts([chunk] * (p * v), p2p, dp, 0.0, 0.0, 0.0, optimizer)
+    return StepCosts([chunk] * (p * v), p2p, dp, 0.0, optimizer)
 
 
 @pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 32), (8, 16)])
@@ -64,7 +64,7 @@ def test_unequal_stages_lengthen_the_step():
     p, m = 4, 8
     light, heavy = ChunkCost(1.0, 2.0, 0, 0, 4), ChunkCost(1.5, 3.0, 0, 0, 4)     # embedding / LM head stages
     chunks = [heavy, light, light, heavy]
-    r = simulate_iteration(StepCosts(chunks, 0, 0, 0, 0, 0, 0), plan(p, m)).breakdown
+    r = simulate_iteration(StepCosts(chunks, 0, 0, 0, 0), plan(p, m)).breakdown
     mean_u = sum(c.forward_s + c.backward_s for c in chunks) / p
     assert r.step_s > (m + p - 1) * mean_u                                   # longer than the equal-stage formula
     u = [c.forward_s + c.backward_s for c in chunks]
@@ -128,7 +128,7 @@ def test_result_carries_one_step_timeline():
     data = yaml.safe_load(SUPERPOD.read_text())
     timeline = run_dict(data).to_dict()["step_timeline"]
     kinds = {s["kind"] for s in timeline}
-    assert kinds <= {"forward", "backward", "send", "dp_comm", "optimizer"}
+    assert kinds <= {"forward", "backward", "send", "dp_comm", "overheads", "optimizer"}
     assert {"forward", "backward", "optimizer"} <= kinds
     assert max(s["end_s"] for s in timeline) == pytest.approx(run_dict(data).step_time_s)
     assert set(timeline[0]) == {"stage", "microbatch", "chunk", "kind", "start_s", "end_s"}

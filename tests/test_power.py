@@ -66,7 +66,7 @@ def test_dgx_h100_host_components_fit_inside_the_node_budget():
 def test_step_power_is_the_time_weighted_mean_of_its_phases():
     g = gpu_power(gpu_spec("h100-sxm"))
     step = StepBreakdown(step_s=4.0, compute_s=2.0, tp_comm_s=1.0, pp_comm_s=0.0, bubble_s=1.0,
-                         dp_comm_s=0.0, optimizer_s=0.0, bottleneck_stage=0)
+                         dp_comm_s=0.0, overheads_s=0.0, optimizer_s=0.0, bottleneck_stage=0)
     sp = step_power(g, step)
     expected = (2.0 * 700 + 1.0 * g.phase_w("communication") + 1.0 * g.phase_w("bubble")) / 4.0
     assert sp.gpu_avg_w == pytest.approx(expected)
@@ -116,7 +116,7 @@ def test_cap_to_fit_makes_a_rack_peak_exactly_at_its_limit():
 
     sc = parse_scenario(with_(superpod(), cluster__nodes_per_rack=4))
     cluster = cluster_spec(sc.cluster)
-    step = StepBreakdown(1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    step = StepBreakdown(1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     cap = cap_to_fit(cluster_power(cluster, step, 8), 4, 25e3)
     capped = node_power(cluster.node, cap)
     assert 4 * capped.peak_w == pytest.approx(25e3)
@@ -241,7 +241,7 @@ def test_power_timeline_integrates_each_phase_at_its_power(superpod_result):
     from twin.scenario import parse_scenario
 
     cluster = cluster_spec(parse_scenario(superpod()).cluster)
-    step = StepBreakdown(4.0, 3.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0)
+    step = StepBreakdown(4.0, 3.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0.0, 0)
     power = cluster_power(cluster, step, 992, 100e3)
     segments = [Segment(0, 100, "train", checkpoint_s=10), Segment(100, 160, "restart"),
                 Segment(160, 200, "repair_wait")]

@@ -146,7 +146,7 @@ def test_degrade_removes_links_and_switches_from_a_copy():
 def _plan(t, p, d, ep=1) -> ParallelPlan:
     return ParallelPlan(tensor=t, pipeline=p, data=d, expert=ep, microbatch=1, virtual_stages=1, schedule="1f1b",
                         sequence_parallel=True, recompute="selective", zero=1, overlap_grad_reduce=True,
-                        global_batch=d * 8, seq_len=2048)
+                        overlap_param_gather=True, global_batch=d * 8, seq_len=2048)
 
 
 def test_megatron_order_keeps_tensor_groups_in_a_node():

@@ -1,9 +1,11 @@
 """The twin against published training runs (twin/validation/cases, docs/validation.md).
 
 The per-group MAPE bounds below are the accuracy the twin has reached, with a
-small margin: a change that loses accuracy fails here. The two role bounds are
-the project's targets: throughput MAPE ≤ 7% on calibration cases and ≤ 10% on
-check cases, the runs no efficiency was fitted on.
+small margin: a change that loses accuracy fails here. The role bounds: throughput
+MAPE ≤ 5% on calibration cases (the project's target) and, on check cases, the
+runs no efficiency was fitted on, what the twin reaches (8.4%) with a margin; the
+project's check target, 7%, is not met yet (docs/validation.md says where the
+error sits).
 """
 
 from __future__ import annotations
@@ -25,21 +27,21 @@ from twin.validation.report import BEGIN_MARK, END_MARK, splice
 
 # Mean absolute percentage error allowed per group (fraction), measured + margin.
 GROUP_MAPE_BOUNDS = {
-    "narayanan-2021": 0.06,
-    "korthikanti-2022": 0.06,
-    "llama-65b": 0.07,
+    "narayanan-2021": 0.07,
+    "korthikanti-2022": 0.04,
+    "llama-65b": 0.04,
     "nccl": 0.04,
-    "bloom-2022": 0.10,
-    "llama3-405b": 0.10,
-    "mt-nlg-2022": 0.30,
-    "mpt-llm-foundry": 0.08,
-    "mpt-llm-foundry-long": 0.12,
-    "nemo-h100-fp8": 0.09,
-    "torchtitan-a100": 0.07,
-    "power": 0.10,
+    "bloom-2022": 0.05,
+    "llama3-405b": 0.09,
+    "mt-nlg-2022": 0.29,
+    "mpt-llm-foundry": 0.07,
+    "mpt-llm-foundry-long": 0.11,
+    "nemo-h100-fp8": 0.08,
+    "torchtitan-a100": 0.05,
+    "power": 0.03,
 }
-CALIBRATION_THROUGHPUT_TARGET = 0.07
-CHECK_THROUGHPUT_TARGET = 0.10
+CALIBRATION_THROUGHPUT_TARGET = 0.05
+CHECK_THROUGHPUT_BOUND = 0.09
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +85,9 @@ def test_calibration_throughput_meets_target(summary):
     assert summary.throughput_mape["calibration"] <= CALIBRATION_THROUGHPUT_TARGET
 
 
-def test_check_throughput_meets_target(summary):
+def test_check_throughput_stays_within_its_bound(summary):
     assert summary.throughput_cases["check"] >= 37
-    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_TARGET
+    assert summary.throughput_mape["check"] <= CHECK_THROUGHPUT_BOUND
 
 
 @pytest.mark.parametrize("group", sorted(GROUP_MAPE_BOUNDS))
@@ -197,3 +199,41 @@ def test_large_gemm_runs_at_the_measured_ceiling_times_the_calibrated_efficiency
     assert 2 * 8192**3 / a100 == pytest.approx(312e12 * 0.869 * eff.matmul, rel=1e-6)
     fp8 = OperatorModel(gpu_spec("h100-sxm"), "fp8", eff).matmul_s(8192, 8192, 8192)
     assert 1.0 < h100 / fp8 < 2.0      # FP8 is faster, but not 2x: lower ceiling and the input casts
+
+
+# -- serving: TensorRT-LLM 0.13.0 offline throughput -------------------------------------------
+
+# Mean absolute error allowed per serving group (fraction), measured + margin (docs/validation.md).
+SERVING_GROUP_BOUNDS = {
+    "trtllm-calibration": 0.20, "trtllm-mistral-7b": 0.18, "trtllm-llama2-70b": 0.18, "trtllm-lengths": 0.16,
+    "trtllm-70b-tp2": 0.15, "trtllm-70b-tp1": 0.42, "trtllm-gh200-small": 0.12, "trtllm-gh200-70b": 0.47,
+    "trtllm-gh200-multi": 1.22,
+}
+
+
+@pytest.fixture(scope="module")
+def serving_outcomes():
+    from twin.validation.serving import run_cases as run_serving
+
+    return run_serving(workers=os.cpu_count() or 1)
+
+
+def test_every_serving_row_runs_and_holds_its_requests(serving_outcomes):
+    assert len(serving_outcomes) == 247
+    assert all(math.isfinite(o.predicted) and o.predicted > 0 for o in serving_outcomes)
+
+
+@pytest.mark.parametrize("group", sorted(SERVING_GROUP_BOUNDS))
+def test_serving_group_error_within_bound(serving_outcomes, group):
+    from twin.validation.serving import summarize as summarize_serving
+
+    stats = {g.name: g for g in summarize_serving(serving_outcomes)}
+    assert stats[group].mae <= SERVING_GROUP_BOUNDS[group], f"{group}: {stats[group].mae:.1%}"
+
+
+def test_serving_efficiencies_are_fitted_on_calibration_rows_only(serving_outcomes):
+    """The serving fit reads role: calibration rows alone; every held-out group is check rows only."""
+    table = catalog.table("calibration")["serving"]
+    assert all(row["fitted_on"] == ["trtllm-0.13 calibration rows"] for row in table.values())
+    for o in serving_outcomes:
+        assert (o.case.role == "calibration") == (o.case.group == "trtllm-calibration")

@@ -58,7 +58,7 @@ def test_uneven_layers_split_as_evenly_as_possible():
 def _plan(**kw) -> ParallelPlan:
     base = dict(tensor=1, pipeline=1, data=1, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
                 sequence_parallel=False, recompute="none", zero=0, overlap_grad_reduce=True,
-                global_batch=8, seq_len=2048)
+                overlap_param_gather=True, global_batch=8, seq_len=2048)
     base.update(kw)
     return ParallelPlan(**base)
 

@@ -9,7 +9,7 @@ fractions on the calibration cases of ``twin/validation/cases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from twin import catalog
 from twin.errors import ScenarioError
@@ -28,6 +28,11 @@ class Efficiency:
     nvls: float         # fraction of NVLink line rate that NVLink SHARP all-reduce reaches (algorithm bandwidth)
     overlap_compute: float  # fraction of its speed that compute keeps while a data-parallel collective runs beside it
 
+    @property
+    def overlap_slowdown(self) -> float:
+        """σ: extra seconds of compute per second it shares the GPU with a collective (1 / overlap_compute - 1)."""
+        return 1.0 / self.overlap_compute - 1.0
+
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
@@ -44,6 +49,25 @@ class Efficiency:
                 raise ScenarioError(f"efficiency.{key}", f"{value!r} is not a fraction in (0, 1]")
             values[key] = float(value)
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class ServingEfficiency:
+    """The serving engine's calibrated fractions (catalog calibration.yaml ``serving``)."""
+    matmul: float               # of the achievable matmul throughput, inference GEMMs
+    memory: float               # of HBM bandwidth, decode's weight and KV streaming
+    iteration_overhead_s: float  # runtime time per engine iteration outside the GPU's kernels
+
+    @classmethod
+    def calibrated(cls, overrides: dict[str, float] | None = None) -> "ServingEfficiency":
+        rows = catalog.table("calibration")["serving"]
+        values = {f.name: float(rows[f.name]["value"]) for f in fields(cls)}
+        values.update(overrides or {})
+        return cls(**values)
+
+    def operator_efficiency(self, training: Efficiency) -> Efficiency:
+        """The operator model's efficiency with the serving fractions in place of the training ones."""
+        return replace(training, matmul=self.matmul, memory=self.memory)
 
 
 def achievable_matmul_fraction(gpu: str, precision: str) -> float:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | catalog | topology | validate``.
+"""Command line: ``python -m twin run | capacity | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -46,7 +46,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from twin.api import capacity_file
+    from twin.report import capacity_summary
+    from twin.units import parse_quantity
+
+    rate = None
+    if args.rate is not None:
+        rate = parse_quantity(args.rate, "rate", "--rate")
+        if not 0 < rate < float("inf"):
+            raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
+    result = capacity_file(args.scenario, rate)
+    print(result.to_json() if args.json else capacity_summary(result.to_dict()))
+    return 0
+
+
 def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
+    from twin.engine.stack import stack_profile
     from twin.hardware.specs import gpu_spec, node_spec
     from twin.units import fmt_bytes
     from twin.workload.model import model_spec
@@ -71,6 +87,17 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
                          f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.max_power_w / 1e3:.1f}", n.cpu])
+        return header, rows
+    if kind == "stacks":
+        header = ["name", "attention", "kernels", "autocast", "grad reduce", "overlap grad/param", "TP overlap",
+                  "ZeRO-3 gathers", "cross-entropy", "description"]
+        rows = []
+        for name in catalog.names("stacks"):
+            s = stack_profile(name)
+            yes = {True: "yes", False: "no"}
+            rows.append([name, s.attention, s.kernels, yes[s.autocast], s.grad_reduce,
+                         f"{yes[s.overlap_grad_reduce]}/{yes[s.overlap_param_gather]}", yes[s.tp_comm_overlap],
+                         s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
         return header, rows
     header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]
     rows = []
@@ -108,7 +135,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training.")
+    p = argparse.ArgumentParser(prog="python -m twin",
+                                description="A digital twin of GPU clusters for LLM training and serving.")
     p.add_argument("--version", action="version", version=f"twin {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -120,8 +148,14 @@ def parser() -> argparse.ArgumentParser:
                      help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
     run.set_defaults(func=_cmd_run)
 
+    cap = sub.add_parser("capacity", help="the highest arrival rate a serving scenario sustains within its SLO")
+    cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
+    cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
+    cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    cap.set_defaults(func=_cmd_capacity)
+
     cat = sub.add_parser("catalog", help="list catalog entries")
-    cat.add_argument("kind", choices=["gpus", "nodes", "models"])
+    cat.add_argument("kind", choices=["gpus", "nodes", "models", "stacks"])
     cat.set_defaults(func=_cmd_catalog)
 
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")

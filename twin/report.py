@@ -18,6 +18,8 @@ from twin.figures.images import png_images
 from twin.figures.job import job_progress_figure, time_to_train_figure
 from twin.figures.overview import country_rows, headline_metrics, infeasibility, memory_figure, plan_rows
 from twin.figures.power import country_comparison_figure
+from twin.figures.serving import deployment_rows, per_million_figure
+from twin.figures.serving import headline_metrics as serving_metrics
 from twin.outputs import write_atomic
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
@@ -30,10 +32,18 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def summary(record: dict[str, Any]) -> str:
-    """The terminal summary of a run's JSON record (``Result.to_dict()``): every number with its unit."""
+    """The terminal summary of a run's JSON record (``to_dict()`` of a result): every number with its unit."""
+    if record.get("workload") == "serving":
+        return serving_summary(record)
+    return training_summary(record)
+
+
+def training_summary(record: dict[str, Any]) -> str:
+    """The terminal summary of a training record (``Result.to_dict()``)."""
     r = record
     out = [f"twin — {r['scenario']}", ""]
-    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}")
+    out.append(f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}; "
+               f"stack {r['stack']['name']}")
     bd = r["memory_breakdown_bytes"]
     fit = "fits" if r["memory_fits"] else "DOES NOT FIT"
     out.append(f"Memory/GPU    {fmt_bytes(r['memory_per_gpu_bytes'])} of {fmt_bytes(r['memory_capacity_bytes'])} — {fit} "
@@ -111,6 +121,129 @@ def summary(record: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Serving
+
+
+def _ms(seconds: float | None) -> str:
+    """A latency in the unit a reader expects (ms below a second); n/a when there is none."""
+    return "n/a" if seconds is None else fmt_duration(seconds)
+
+
+def _triple(p: dict[str, float] | None) -> str:
+    return "n/a" if not p else " / ".join(_ms(p[q]) for q in ("p50", "p90", "p99"))
+
+
+def _rate(rate_per_s: float | None) -> str:
+    return "offline (every request queued at t = 0)" if rate_per_s is None else f"{rate_per_s:,.3g} requests/s"
+
+
+def _slo(slo: dict[str, float | None]) -> str:
+    parts = [f"{name} ≤ {_ms(slo[key])}" for name, key in (("p99 TTFT", "ttft_p99_s"), ("p99 TPOT", "tpot_p99_s"))
+             if slo[key] is not None]
+    return ", ".join(parts) if parts else "none"
+
+
+def serving_summary(record: dict[str, Any]) -> str:
+    """The terminal summary of a serving record (``ServingResult.to_dict()``)."""
+    r = record
+    out = [f"twin — {r['scenario']}", ""]
+    out += _serving_lines(r)
+    alternatives = r.get("alternatives") or []
+    if alternatives:
+        out += ["", "Compared deployments (the same model and load)", ""]
+        out.append(table([_comparison_row(x) for x in [r, *alternatives]],
+                         ["deployment", "GPUs", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO",
+                          "kWh/M tok", f"EUR/M tok ({r['country']})", f"kg CO2e/M tok ({r['country']})"]))
+    for w in [*r["warnings"], *(w for x in alternatives for w in x["warnings"])]:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
+
+
+def _serving_lines(r: dict[str, Any]) -> list[str]:
+    d, bd = r["deployment"], r["memory_breakdown_bytes"]
+    out = [f"Deployment    {r['label']}; {r['gpus_used']:,} of {r['gpus_total']:,} GPUs used"]
+    fit = "fits" if r["memory_fits"] else "DOES NOT FIT"
+    grace = bd["weights_grace"] + bd["kv_cache_grace"]
+    out.append(f"Memory/GPU    {fmt_bytes(r['memory_per_gpu_bytes'])} of {fmt_bytes(r['memory_capacity_bytes'])} — {fit} "
+               f"(weights {fmt_bytes(bd['weights'])}, reserve {fmt_bytes(bd['reserve'])}, "
+               f"KV cache {fmt_bytes(bd['kv_cache'])}" + (f", Grace memory {fmt_bytes(grace)}" if grace else "") + ")")
+    out.append(f"KV cache      {r['kv_cache_capacity_tokens']:,} tokens per replica "
+               f"({fmt_bytes(r['kv_bytes_per_token'])} per token per GPU, {d['kv_cache']})")
+    out.append(f"Load          {_rate(r['rate_per_s'])}; SLO {_slo(r['slo'])}")
+    if r["requests_per_s"] is None:
+        return out
+    out.append(f"Throughput    {r['requests_per_s']:,.2f} requests/s, {r['output_tokens_per_s']:,.0f} output tokens/s, "
+               f"{r['tokens_per_s']:,.0f} tokens/s in and out")
+    out.append(f"Latency       P50 / P90 / P99: TTFT {_triple(r['ttft_s'])}; TPOT {_triple(r['tpot_s'])}; "
+               f"end to end {_triple(r['e2e_latency_s'])}")
+    out.append(f"SLO           {'met' if r['slo_met'] else 'NOT met'}")
+    e = r["engine"]
+    out.append(f"Engine        {e['iterations']:,} iterations ({e['clock_advances']:,} clock advances); up to "
+               f"{e['max_running']:,} sequences in flight; busy {e['busy_fraction']:.0%}; "
+               f"{e['preemptions']:,} preemptions")
+    p = r["power"]
+    out.append(f"Power (IT)    average {fmt_si(r['avg_power_it_w'], 'W')} (GPU {p['gpu_avg_w']:.0f} W"
+               + (" per MIG instance" if d["mig"] else "") + ")")
+    out.append(f"Per million   {r['energy_per_million_output_tokens_kwh']:.3g} kWh facility "
+               f"({r['energy_per_million_output_tokens_it_kwh']:.3g} kWh IT × PUE {r['pue']:.2f}) per million "
+               "output tokens" + (f"; GPU rental {p['rental_per_million_output_tokens_eur']:,.3g} EUR"
+                                  if p["rental_per_million_output_tokens_eur"] is not None else ""))
+    rows = []
+    for c in p["countries"]:
+        cost = r["cost_per_million_output_tokens_eur"].get(c["code"])
+        rows.append([c["code"] + (" (site)" if c["code"] == r["country"] else ""),
+                     f"{c['intensity_g_per_kwh']:.0f} g CO2e/kWh",
+                     f"{r['carbon_per_million_output_tokens_kg'][c['code']]:.3g} kg CO2e",
+                     f"{cost:.3g} EUR" if cost is not None else "n/a"])
+    out += ["", table(rows, ["country", "intensity", "carbon per M output tokens", "cost per M output tokens"])]
+    return out
+
+
+def _comparison_row(r: dict[str, Any]) -> list[str]:
+    site = r["country"]
+    if r["requests_per_s"] is None:
+        return [r["label"], f"{r['gpus_used']:,}", "does not fit", "", "", "", "", "", ""]
+    cost = r["cost_per_million_output_tokens_eur"].get(site)
+    return [r["label"], f"{r['gpus_used']:,}", f"{r['output_tokens_per_s']:,.0f}", _ms(r["ttft_s"]["p99"]),
+            _ms(r["tpot_s"]["p99"]), "met" if r["slo_met"] else "NOT met",
+            f"{r['energy_per_million_output_tokens_kwh']:.3g}", f"{cost:.3g}" if cost is not None else "n/a",
+            f"{r['carbon_per_million_output_tokens_kg'][site]:.3g}"]
+
+
+def capacity_summary(record: dict[str, Any]) -> str:
+    """The terminal summary of ``python -m twin capacity`` (``CapacityResult.to_dict()``)."""
+    r = record
+    out = [f"twin capacity — {r['scenario']}", "", f"SLO           {_slo(r['slo'])}"]
+    rows = [_capacity_row(x) for x in [r, *(r.get("alternatives") or [])]]
+    target = r["target"]
+    header = ["deployment", "per replica", "per GPU", "deployment (replicas)", "offline"]
+    if target:
+        header.append(f"for {_rate(target['target_rate_per_s'])}")
+    out += ["", table(rows, header)]
+    sweep = r["sweep"]
+    if sweep:
+        out += ["", f"Bisection of {r['label']}", ""]
+        out.append(table([[_rate(p["rate_per_s"]), f"{p['output_tokens_per_s']:,.0f}", _ms(p["ttft_s"]["p99"]),
+                           _ms(p["tpot_s"]["p99"]), "met" if p["slo_met"] else "not met"] for p in sweep],
+                         ["offered", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO"]))
+    for x in [r, *(r.get("alternatives") or [])]:
+        out += [f"warning: {w}" for w in x["warnings"]]
+    return "\n".join(out)
+
+
+def _capacity_row(r: dict[str, Any]) -> list[str]:
+    if not r["memory_fits"]:
+        return [r["label"], "does not fit", "", "", ""] + ([""] if r["target"] else [])
+    row = [r["label"], _rate(r["per_replica_rate_per_s"]), _rate(r["per_gpu_rate_per_s"]),
+           f"{_rate(r['rate_per_s'])} ({r['replicas']:,})", _rate(r["offline_requests_per_s"])]
+    t = r["target"]
+    if t:
+        row.append(f"{t['replicas']:,} replicas, {t['gpus']:,} GPUs"
+                   + (f" ({t['devices']:,} instances)" if t["devices"] != t["gpus"] else ""))
+    return row
+
+
+# ---------------------------------------------------------------------------
 # Markdown: the report ``python -m twin run --report FILE.md`` writes and the dashboard exports
 
 
@@ -148,6 +281,9 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
     if changes:
         what += ("; " if what else "") + "what-if: " + ", ".join(f"`{k}` = {v}" for k, v in changes.items())
     out += [f"twin {__version__} report{' ' + what if what else ''}.", "", "## Overview", ""]
+    if result.get("workload") == "serving":
+        out += _serving_overview(result, image)
+        return MarkdownReport("\n".join(out).rstrip() + "\n", figures)
     problem = infeasibility(result)
     if problem:
         out += [f"> **{problem.title}**: {problem.detail}.", ">", "> What would fix it:"]
@@ -174,6 +310,17 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
         out += ["## Compare", "", md_table(side_by_side(compare)), "",
                 image("compare", "What-ifs side by side", compare_figure(compare)), ""]
     return MarkdownReport("\n".join(out).rstrip() + "\n", figures)
+
+
+def _serving_overview(r: dict[str, Any], image: Any) -> list[str]:
+    """A serving deployment's headline numbers, the deployments compared, and cost and carbon per country."""
+    out = [md_table([{"metric": m.label, "value": m.value, "detail": m.help} for m in serving_metrics(r)]), ""]
+    out += [f"- warning: {w}" for w in r["warnings"]] + ([""] if r["warnings"] else [])
+    out += ["### Deployments", "", md_table(deployment_rows(r)), ""]
+    if r["requests_per_s"] is not None:
+        out += ["### Per million output tokens", "",
+                image("per_million", "Cost and carbon per million output tokens", per_million_figure(r)), ""]
+    return out
 
 
 def write_markdown(report: MarkdownReport, path: str | Path) -> list[Path]:

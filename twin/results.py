@@ -16,9 +16,15 @@ from typing import Any
 
 from twin.engine.iteration import Span
 from twin.engine.job import Event, FailureSummary, Segment
+from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
+from twin.power.serving import ServingPower
+from twin.serving.capacity import Capacity, Sizing
+from twin.serving.deployment import Percentiles, ServingRun
+from twin.serving.kv_cache import MemoryPlan
+from twin.serving.specs import SLOSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
 
@@ -52,6 +58,7 @@ class Result:
     country: str
     pue: float
     plan: ParallelPlan
+    stack: StackProfile              # the software stack the step was priced for, overrides applied
     step: StepBreakdown
     memory: MemoryBreakdown
     memory_advice: list[str]
@@ -128,6 +135,7 @@ def training_record(r: Result) -> dict[str, Any]:
     pw = r.power
     return {
         "scenario": r.scenario,
+        "workload": "training",
         "gpus_total": r.gpus_total,
         "gpus_used": r.gpus_used,
         "step_time_s": r.step_time_s,
@@ -158,6 +166,7 @@ def training_record(r: Result) -> dict[str, Any]:
         "hfu": r.hfu,
         "plan": _plain(r.plan) | {"microbatches": r.plan.microbatches, "description": r.plan.describe(),
                                   "gpus": r.gpus_used},
+        "stack": _plain(r.stack),
         "step_breakdown_s": r.step.parts(),
         "bottleneck": r.step.bottleneck,
         "memory_breakdown_bytes": r.memory.parts(),
@@ -232,6 +241,161 @@ def power_record(pw: PowerAssessment) -> dict[str, Any]:
         "countries": _plain(pw.countries),
         "timeline": [{"start_s": s.start_s, "end_s": s.end_s, "phase": s.phase, "it_w": s.it_w,
                       "checkpoint_s": s.checkpoint_s} for s in pw.timeline],
+    }
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """The answer for a serving scenario: one deployment over the load, and the alternatives it is compared with.
+
+    ``run`` and ``power`` are None when the deployment cannot hold the load (``memory_fits`` False):
+    the warnings say by how much and what would fit.
+    """
+    scenario: str
+    label: str                       # the deployment in words
+    model: str
+    node: str
+    gpu: str
+    mig: str | None
+    precision: str
+    kv_cache: str
+    tensor: int
+    pipeline: int
+    replicas: int
+    devices_per_replica: int         # GPUs, or MIG instances, of one replica
+    gpus_total: int                  # every GPU of the cluster
+    gpus_used: int                   # physical GPUs the replicas occupy
+    instances_used: int              # GPUs, or MIG instances, the replicas run on
+    memory: MemoryPlan               # one GPU (or instance) of a replica
+    memory_fits: bool
+    rate_per_s: float | None         # offered arrival rate, whole deployment (None: offline)
+    slo: SLOSpec
+    country: str
+    pue: float
+    run: ServingRun | None = None
+    power: ServingPower | None = None
+    alternatives: tuple["ServingResult", ...] = ()
+    memory_advice: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(serving_record(self) | {"alternatives": [serving_record(a) for a in self.alternatives]})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def _percentiles(p: Percentiles | None) -> dict[str, float] | None:
+    return None if p is None else {"p50": p.p50, "p90": p.p90, "p99": p.p99}
+
+
+def serving_record(r: ServingResult) -> dict[str, Any]:
+    """The JSON record of a serving result (docs/results.md, "Serving records")."""
+    run, pw, mem = r.run, r.power, r.memory
+    return {
+        "scenario": r.scenario,
+        "workload": "serving",
+        "label": r.label,
+        "requests_per_s": run.requests_per_s if run else None,
+        "output_tokens_per_s": run.output_tokens_per_s if run else None,
+        "tokens_per_s": run.tokens_per_s if run else None,
+        "ttft_s": _percentiles(run.ttft_s if run else None),
+        "tpot_s": _percentiles(run.tpot_s if run else None),
+        "e2e_latency_s": _percentiles(run.e2e_latency_s if run else None),
+        "kv_cache_capacity_tokens": mem.kv_capacity_tokens,
+        "memory_per_gpu_bytes": mem.total_bytes,
+        "memory_capacity_bytes": mem.hbm_bytes,
+        "memory_fits": r.memory_fits,
+        "gpus_total": r.gpus_total,
+        "gpus_used": r.gpus_used,
+        "energy_per_million_output_tokens_kwh": pw.facility_per_million_output_tokens_kwh if pw else None,
+        "energy_per_million_output_tokens_it_kwh": pw.energy_per_million_output_tokens_kwh if pw else None,
+        "cost_per_million_output_tokens_eur": pw.cost_eur() if pw else {},
+        "carbon_per_million_output_tokens_kg": pw.carbon_kg() if pw else {},
+        "avg_power_it_w": pw.avg_power_it_w if pw else None,
+        "slo_met": bool(run.slo_met) if run else False,
+        "schema_version": SCHEMA_VERSION,
+        "slo": {"ttft_p99_s": r.slo.ttft_p99_s, "tpot_p99_s": r.slo.tpot_p99_s},
+        "rate_per_s": r.rate_per_s,
+        "deployment": {
+            "model": r.model, "node": r.node, "gpu": r.gpu, "mig": r.mig, "precision": r.precision,
+            "kv_cache": r.kv_cache, "tensor": r.tensor, "pipeline": r.pipeline, "replicas": r.replicas,
+            "devices_per_replica": r.devices_per_replica, "instances_used": r.instances_used,
+        },
+        "memory_breakdown_bytes": {
+            "weights": mem.weights_bytes - mem.weights_grace_bytes, "reserve": mem.reserve_bytes,
+            "kv_cache": mem.kv_hbm_tokens * mem.kv_bytes_per_token,
+            "weights_grace": mem.weights_grace_bytes, "kv_cache_grace": mem.kv_host_tokens * mem.kv_bytes_per_token,
+        },
+        "kv_bytes_per_token": mem.kv_bytes_per_token,
+        "memory_advice": list(r.memory_advice),
+        "engine": None if run is None else {
+            "iterations": run.engine.iterations, "clock_advances": run.engine.steps,
+            "busy_fraction": run.busy_fraction, "makespan_s": run.engine.makespan_s,
+            "preemptions": run.engine.preemptions, "max_running": run.engine.max_running,
+            "kv_peak_tokens": run.engine.kv_peak_tokens,
+        },
+        "country": r.country,
+        "pue": r.pue,
+        "power": None if pw is None else {
+            "gpu_avg_w": pw.gpu_avg_w, "avg_power_it_w": pw.avg_power_it_w,
+            "rental_per_million_output_tokens_eur": pw.rental_per_million_output_tokens_eur,
+            "countries": _plain(pw.countries),
+        },
+        "warnings": list(r.warnings),
+        "sources": dict(r.sources),
+    }
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """The highest rate a serving deployment sustains within its SLO, and what a target rate needs."""
+    scenario: str
+    label: str
+    capacity: Capacity | None        # None when the deployment cannot hold the load (``memory_fits``)
+    replicas: int
+    devices_per_replica: int         # GPUs, or MIG instances
+    instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
+    slo: SLOSpec
+    sizing: Sizing | None = None
+    alternatives: tuple["CapacityResult", ...] = ()
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(capacity_record(self) | {"alternatives": [capacity_record(a) for a in self.alternatives]})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def capacity_record(r: CapacityResult) -> dict[str, Any]:
+    """The JSON record of ``python -m twin capacity`` (docs/results.md, "Capacity records")."""
+    cap = r.capacity
+    per_replica = cap.per_replica_rate_per_s if cap else 0.0
+    gpus_per_replica = r.devices_per_replica / r.instances_per_gpu
+    return {
+        "scenario": r.scenario,
+        "workload": "serving",
+        "label": r.label,
+        "per_replica_rate_per_s": per_replica,
+        "per_gpu_rate_per_s": per_replica / gpus_per_replica,
+        "rate_per_s": cap.rate_per_s if cap else 0.0,
+        "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
+        "slo_bound": cap.slo_bound if cap else False,
+        "memory_fits": cap is not None,
+        "slo": {"ttft_p99_s": r.slo.ttft_p99_s, "tpot_p99_s": r.slo.tpot_p99_s},
+        "replicas": r.replicas,
+        "devices_per_replica": r.devices_per_replica,
+        "instances_per_gpu": r.instances_per_gpu,
+        "gpus_per_replica": gpus_per_replica,
+        "target": _plain(r.sizing) if r.sizing else None,
+        "sweep": [{"rate_per_s": run.rate_per_s, "requests_per_s": run.requests_per_s,
+                   "output_tokens_per_s": run.output_tokens_per_s, "ttft_s": _percentiles(run.ttft_s),
+                   "tpot_s": _percentiles(run.tpot_s), "slo_met": bool(run.slo_met)}
+                  for run in (cap.sweep if cap else ())],
+        "schema_version": SCHEMA_VERSION,
+        "warnings": list(r.warnings),
     }
 
 

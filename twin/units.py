@@ -60,6 +60,10 @@ _COUNT = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 _CARBON = {"g/kWh": 1.0, "gCO2/kWh": 1.0, "gCO2e/kWh": 1.0, "kg/kWh": 1e3, "kgCO2/kWh": 1e3,
            "kgCO2e/kWh": 1e3, "g/MWh": 1e-3, "kg/MWh": 1.0, "t/MWh": 1e3}
 
+# arrival rates → per second
+_RATE = {"/s": 1.0, "/sec": 1.0, "/min": 1 / SECONDS_PER_MINUTE, "/h": 1 / SECONDS_PER_HOUR,
+         "/hour": 1 / SECONDS_PER_HOUR}
+
 _DIMENSIONS: dict[str, tuple[dict[str, float], str, bool]] = {
     # name: (unit table, example, bare number allowed)
     "bytes": (_BYTES, "80 GiB", False),
@@ -70,6 +74,7 @@ _DIMENSIONS: dict[str, tuple[dict[str, float], str, bool]] = {
     "time": (_TIME, "30 min", True),
     "count": (_COUNT, "2T", True),
     "carbon_intensity": (_CARBON, "56 g/kWh", True),
+    "rate": (_RATE, "20/s", True),
 }
 
 

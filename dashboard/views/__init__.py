@@ -13,11 +13,11 @@ from dashboard.panel import PAGES, Context
 
 def render(ctx: Context) -> None:
     """Draw the page the sidebar selected."""
-    from dashboard.views import cluster, compare, job, overview, scenario, step
+    from dashboard.views import cluster, compare, job, overview, scenario, serving, step
 
     pages: dict[str, Callable[[Context], None]] = {
         "scenario": scenario.render, "overview": overview.render, "cluster": cluster.render,
-        "step": step.render, "job": job.render, "compare": compare.render,
+        "step": step.render, "job": job.render, "compare": compare.render, "serving": serving.render,
     }
     st.title(PAGES[ctx.page])
     if ctx.result:
@@ -26,8 +26,12 @@ def render(ctx: Context) -> None:
     pages[ctx.page](ctx)
 
 
-def needs_result(ctx: Context) -> bool:
-    """True when there is a result to draw; otherwise say why not (one line, never a traceback)."""
+def needs_result(ctx: Context, workload: str = "training") -> bool:
+    """True when there is a result of ``workload`` to draw; otherwise say why not (one line, never a traceback)."""
+    if ctx.knobs is not None and ctx.knobs.workload != workload:
+        other = "the Serving page" if ctx.knobs.workload == "serving" else "the Overview page and the training pages"
+        st.info(f"This page is for {workload} scenarios; {ctx.source} describes {ctx.knobs.workload}: see {other}.")
+        return False
     if ctx.result is not None:
         return True
     if ctx.base_error:

@@ -41,7 +41,7 @@ def _pinned(ctx: Context) -> None:
 
 
 def render(ctx: Context) -> None:
-    if ctx.raw is None or ctx.knobs is None:
+    if ctx.raw is None or ctx.knobs is None or ctx.knobs.workload != "training":
         needs_result(ctx)
         return
     _pinned(ctx)

@@ -12,28 +12,44 @@ from typing import Any
 
 from twin import catalog
 from twin.api.specs import cluster_of
+from twin.api.serving import capacity, gpus_for_rate, simulate_serving
 from twin.api.training import Built, build, simulate_training
 from twin.network.collectives import CommModel, FabricSummary
-from twin.results import Result
+from twin.results import CapacityResult, Result, ServingResult
 from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
+from twin.errors import ScenarioError
 
-__all__ = ["Built", "Result", "Scenario", "build", "simulate", "run_file", "run_dict", "run_text",
+__all__ = ["Built", "Result", "ServingResult", "CapacityResult", "Scenario", "build", "simulate", "run_file",
+           "run_dict", "run_text", "capacity", "capacity_file", "gpus_for_rate",
            "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
            "scenario_from_text", "with_overrides"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> Result:
-    """Answer a scenario; ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
+def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult:
+    """Answer a scenario, training or serving as its workload section says; ``closed_form`` plays a
+    training step with the analytic schedule instead of SimPy."""
+    if scenario.workload == "serving":
+        return simulate_serving(scenario)
     return simulate_training(scenario, closed_form)
 
 
-def run_file(path: str | Path) -> Result:
+def run_file(path: str | Path) -> Result | ServingResult:
     return simulate(load_scenario(path))
 
 
-def run_dict(data: dict[str, Any]) -> Result:
+def run_dict(data: dict[str, Any]) -> Result | ServingResult:
     return simulate(parse_scenario(data))
+
+
+def capacity_file(path: str | Path, target_rate_per_s: float | None = None) -> CapacityResult:
+    """``python -m twin capacity``: the highest rate a serving scenario's deployment sustains within its
+    SLO, and the GPUs ``target_rate_per_s`` needs."""
+    scenario = load_scenario(path)
+    if scenario.workload != "serving":
+        raise ScenarioError(scenario.workload, "capacity answers serving scenarios; this one describes "
+                            f"{scenario.workload} (write a serving: section, docs/serving.md)")
+    return capacity(scenario, target_rate_per_s)
 
 
 def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
@@ -41,7 +57,7 @@ def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
     return parse_scenario(parse_yaml(text, source), source)
 
 
-def run_text(text: str, source: str = "scenario") -> Result:
+def run_text(text: str, source: str = "scenario") -> Result | ServingResult:
     return simulate(scenario_from_text(text, source))
 
 

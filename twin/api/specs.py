@@ -7,11 +7,18 @@ YAML schema.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from twin.engine.failures import FailurePolicy
+from twin.engine.stack import StackProfile, stack_profile
 from twin.engine.storage import CheckpointPolicy
+from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
 from twin.power.site import EmbodiedRequest, SiteSpec
-from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Site
+from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
+from twin.scenario.serving import Alternative, Engine, Lengths, Load
+from twin.serving.deployment import ServingSpec
+from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.model import ModelSpec, model_spec
 from twin.workload.plan import PlanRequest
 
@@ -52,12 +59,30 @@ def model_of(model: str | InlineModel) -> ModelSpec:
     )
 
 
-def plan_request_of(p: Parallelism) -> PlanRequest:
+def stack_of(tr: Training) -> StackProfile:
+    """The software stack of a training scenario: its catalog profile with the scenario's own values over it."""
+    choice = tr.stack
+    if isinstance(choice, str):
+        profile, options = stack_profile(choice, "training.stack"), {}
+    else:
+        profile = stack_profile(choice.name, "training.stack.name")
+        options = {key: getattr(choice, key) for key in choice.model_fields_set - {"name"}}
+    stack = profile.with_overrides(attention=tr.attention, kernels=tr.kernels, autocast=tr.autocast,
+                                   overlap_grad_reduce=tr.parallelism.overlap_grad_reduce, **options)
+    if stack.autocast and tr.precision in ("fp32", "tf32"):
+        where = "training.autocast" if tr.autocast is not None else "training.stack"
+        raise ScenarioError(where, f"autocast casts fp32 weights to a lower precision, but precision is "
+                            f"{tr.precision}; allowed with bf16, fp16 or fp8 (or set training.autocast: false)")
+    return stack
+
+
+def plan_request_of(p: Parallelism, stack: StackProfile) -> PlanRequest:
+    """The plan the scenario asks for; the stack decides which data-parallel collectives overlap compute."""
     return PlanRequest(
         tensor=p.tensor, pipeline=p.pipeline, data=None if p.data == "auto" else p.data, expert=p.expert,
         microbatch=p.microbatch, virtual_stages=p.virtual_stages, schedule=p.schedule,
         sequence_parallel=p.sequence_parallel, recompute=p.recompute, zero=p.zero,
-        overlap_grad_reduce=p.overlap_grad_reduce, order=p.order,
+        overlap_grad_reduce=stack.overlap_grad_reduce, overlap_param_gather=stack.overlap_param_gather, order=p.order,
     )
 
 
@@ -81,3 +106,61 @@ def site_of(s: Site) -> SiteSpec:
         embodied=EmbodiedRequest(e.method, e.gpu_kg, e.server_kg, e.lifetime_years, e.utilization)
         if e.enabled else None,
     )
+
+
+# The engine's token budget per iteration when the scenario says ``auto``: TensorRT-LLM's default
+# ``max_num_tokens`` (TensorRT-LLM docs, "Tuning max batch size and max num tokens", 8192).
+DEFAULT_MAX_TOKENS_IN_FLIGHT = 8192
+# Unwritten ``max`` of a length distribution that is not fixed: 8 × the mean (an exponential
+# draw passes it with probability e^-8 = 0.03%).
+DEFAULT_MAX_OVER_MEAN = 8
+
+
+def lengths_of(x: Lengths) -> LengthSpec:
+    """Token counts; an unwritten max is the mean (fixed) or ``DEFAULT_MAX_OVER_MEAN`` × the mean."""
+    cap = x.max if x.max is not None else x.mean * (1 if x.distribution == "fixed" else DEFAULT_MAX_OVER_MEAN)
+    return LengthSpec(mean=x.mean, distribution=x.distribution, max=int(cap), sigma=x.sigma)
+
+
+def load_of(x: Load) -> LoadSpec:
+    return LoadSpec(rate_per_s=None if x.rate == "offline" else x.rate, requests=x.requests,
+                    input_tokens=lengths_of(x.input_tokens), output_tokens=lengths_of(x.output_tokens),
+                    prefix_tokens=x.prefix_tokens, seed=x.seed)
+
+
+def engine_of(e: Engine) -> EngineSpec:
+    tokens = DEFAULT_MAX_TOKENS_IN_FLIGHT if e.max_tokens_in_flight == "auto" else e.max_tokens_in_flight
+    return EngineSpec(max_batch=e.max_batch, max_tokens_in_flight=tokens, chunked_prefill=e.chunked_prefill,
+                      prefix_cache=e.prefix_cache, scheduler=e.scheduler, offload=e.offload,
+                      block_tokens=e.block_tokens, kv_memory_fraction=e.kv_memory_fraction)
+
+
+def kv_precision_of(kv_cache: str, precision: str) -> str:
+    """``auto``: the weights' precision, or bf16 under int4 weight-only quantisation."""
+    if kv_cache != "auto":
+        return kv_cache
+    return "bf16" if precision == "int4" else precision
+
+
+def serving_spec_of(s: Serving, alternative: Alternative | None = None) -> ServingSpec:
+    """The first deployment of ``serving:``, or one of its ``compare`` alternatives (unwritten keys inherited)."""
+    chosen = {k: getattr(alternative, k) for k in alternative.model_fields_set} if alternative else {}
+    precision = chosen.get("precision") or s.precision
+    parallelism = chosen.get("parallelism") or s.parallelism
+    replicas = chosen.get("replicas") or s.replicas
+    return ServingSpec(
+        model=model_of(s.model), precision=precision,
+        kv_cache=kv_precision_of(chosen.get("kv_cache") or s.kv_cache, precision),
+        tensor=parallelism.tensor, pipeline=parallelism.pipeline,
+        replicas=None if replicas == "auto" else replicas,
+        mig=chosen["mig"] if "mig" in chosen else s.mig,
+        engine=replace(engine_of(s.engine), offload=chosen.get("offload") or s.engine.offload),
+        load=load_of(s.load),
+        slo=SLOSpec(ttft_p99_s=s.slo.ttft_p99, tpot_p99_s=s.slo.tpot_p99),
+    )
+
+
+def alternative_cluster_of(c: Cluster, alternative: Alternative) -> ClusterSpec:
+    """The cluster of a ``compare`` alternative: its node and node count, the rest as ``cluster:``."""
+    update = {k: getattr(alternative, k) for k in ("node", "nodes") if getattr(alternative, k) is not None}
+    return cluster_of(c.model_copy(update=update))

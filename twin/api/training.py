@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of
+from twin.api.specs import (checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of,
+                            stack_of)
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
 from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import Implementation, StepCosts, step_costs
+from twin.engine.stack import StackProfile
+from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time
 from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
@@ -37,6 +39,7 @@ class Built:
     plan: ParallelPlan
     placement: Placement
     efficiency: Efficiency
+    stack: StackProfile
     ops: OperatorModel
     comm: CommModel
     costs: StepCosts
@@ -55,16 +58,17 @@ def build(scenario: Scenario) -> Built:
         supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
         raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
                             f"supported: {supported}") from None
-    request = plan_request_of(tr.parallelism)
+    stack = stack_of(tr)
+    request = plan_request_of(tr.parallelism, stack)
     plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
     placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
-    ops = OperatorModel(gpu, tr.precision, efficiency,
-                        power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w), attention_kernel=tr.attention)
+    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
+                        attention_kernel=stack.attention)
     comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, Implementation(tr.kernels, tr.autocast))
-    memory = memory_per_gpu(model, plan, tr.precision, tr.attention)
-    return Built(scenario, cluster, model, plan, placement, efficiency, ops, comm, costs, memory)
+    costs = step_costs(model, plan, ops, comm, placement, stack)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention)
+    return Built(scenario, cluster, model, plan, placement, efficiency, stack, ops, comm, costs, memory)
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
@@ -146,7 +150,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     advice: list[str] = []
     if not fits:
         over = b.memory.total_bytes - capacity
-        options = fitting_alternatives(model, plan, tr.precision, tr.attention, capacity, cluster.node.gpus)
+        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
         warnings.append(f"does not fit: needs {fmt_bytes(b.memory.total_bytes)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
@@ -194,6 +198,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         country=pw.site.code,
         pue=sc.site.pue,
         plan=plan,
+        stack=b.stack,
         step=step,
         memory=b.memory,
         memory_advice=advice,

@@ -13,7 +13,8 @@ import yaml
 
 from twin.errors import ScenarioError, did_you_mean
 
-KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power")
+KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
+         "mig", "stacks")
 
 
 @lru_cache(maxsize=None)

@@ -22,11 +22,13 @@ from ``StepCosts`` (operators and TP/EP communication inside the layers).
 Data parallelism: with ``overlap_grad_reduce`` the gradients of a chunk are
 reduced bucket by bucket (one bucket per layer) on a separate communication
 stream while the last micro-batch's backward of that chunk runs; otherwise after
-the whole backward. Every stage then waits for the slowest (gradient-norm
-clipping is a global reduction), runs the optimizer, and with ZeRO the updated
-parameters are all-gathered: overlapped with the next step's first forward
-(modelled at the start of this step, layer by layer) or exposed after the
-optimizer.
+the whole backward. ZeRO-2/3 traffic lengthens each pass by what its prefetch
+cannot hide (``ChunkCost.forward_dp_s``, ``sharding``). Every stage then waits
+for the slowest (gradient-norm clipping is a global reduction), runs the
+per-step overheads and the optimizer, and with ZeRO-1/2 the updated parameters
+are all-gathered: with ``overlap_param_gather`` overlapped with the next step's
+first forward (modelled at the start of this step, layer by layer), otherwise
+exposed after the optimizer.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Span:
     stage: int
     microbatch: int            # -1 for step-level work (DP communication, optimizer)
     chunk: int                 # global model chunk (stage + pipeline · virtual index); -1 for step-level work
-    kind: str                  # forward | backward | send | dp_comm | optimizer
+    kind: str                  # forward | backward | send | dp_comm | overheads | optimizer
     start_s: float
     end_s: float
 
@@ -126,11 +128,12 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
 
 
 def _parts(b: StepBreakdown) -> tuple[float, ...]:
-    return (b.step_s, b.compute_s, b.tp_comm_s, b.pp_comm_s, b.bubble_s, b.dp_comm_s, b.optimizer_s)
+    return (b.step_s, b.compute_s, b.tp_comm_s, b.pp_comm_s, b.bubble_s, b.dp_comm_s, b.overheads_s, b.optimizer_s)
 
 
 def _plan_key(plan: ParallelPlan, microbatches: int) -> tuple:
-    return (plan.schedule, plan.pipeline, plan.virtual_stages, microbatches, plan.overlap_grad_reduce)
+    return (plan.schedule, plan.pipeline, plan.virtual_stages, microbatches, plan.overlap_grad_reduce,
+            plan.overlap_param_gather)
 
 
 @lru_cache(maxsize=64)
@@ -138,10 +141,10 @@ def _simulate_cached(costs: StepCosts, plan_key: tuple) -> IterationResult:
     return _simulate(costs, *plan_key)
 
 
-def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool) -> IterationResult:
-    chunks, p2p_s, optimizer_s = costs.chunks, costs.p2p_s, costs.optimizer_s
+def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool,
+              overlap_gather: bool) -> IterationResult:
+    chunks, p2p_s, optimizer_s, overheads_s = costs.chunks, costs.p2p_s, costs.optimizer_s, costs.overheads_s
     dp_reduce_s, dp_gather_s = costs.dp_reduce_s, costs.dp_gather_s
-    zero_fwd_s, zero_bwd_s = costs.zero_forward_s, costs.zero_backward_s
     env = simpy.Environment()
     n_chunks = p * v
     spans: list[Span] = []
@@ -159,6 +162,7 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
     compute_end = [0.0] * p
     busy = [0.0] * p
     comm_inside = [0.0] * p
+    launches = [0.0] * p
     sends_s = [0.0] * p
     zero_extra = [0.0] * p   # data-parallel traffic not hidden under a pass, and compute slowed beside it
     gather_wait = [0.0] * p
@@ -196,16 +200,17 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
                 yield arrival(BACKWARD, g, j)
             start = env.now
             if direction == FORWARD:
-                duration = costs.overlapped_s(cost.forward_s, zero_fwd_s / v)
-                zero_extra[stage] += duration - cost.forward_s
+                duration = cost.forward_s + cost.forward_dp_s
+                zero_extra[stage] += cost.forward_dp_s
                 comm_inside[stage] += cost.forward_comm_s
-                if overlap and dp_gather_s > 0 and start < gather_end_s(stage):
+                launches[stage] += cost.forward_launch_s
+                if overlap_gather and dp_gather_s > 0 and start < gather_end_s(stage):
                     # Compute is slowed while the gather (from the step's start) still runs beside it.
                     beside = min(duration, gather_end_s(stage) - start)
                     slowdown = costs.overlap_slowdown * beside
                     gather_wait[stage] += slowdown
                     duration += slowdown
-                if overlap and dp_gather_s > 0 and k not in first_forward_done:
+                if overlap_gather and dp_gather_s > 0 and k not in first_forward_done:
                     # The first forward of a chunk consumes its layers as the gather delivers them.
                     per_layer = duration / max(1, cost.layers)
                     gathered = gather_end_s(stage) * (k + 1) / v
@@ -215,9 +220,10 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
                 first_forward_done.add(k)
                 held += 1
             else:
-                duration = costs.overlapped_s(cost.backward_s, zero_bwd_s / v)
-                zero_extra[stage] += duration - cost.backward_s
+                duration = cost.backward_s + cost.backward_dp_s
+                zero_extra[stage] += cost.backward_dp_s
                 comm_inside[stage] += cost.backward_comm_s
+                launches[stage] += cost.backward_launch_s
                 held -= 1
             in_flight_peak[stage] = max(in_flight_peak[stage], held)
             if direction == BACKWARD and j == last_backward[k] and stage_dp_s > 0:
@@ -255,28 +261,30 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
 
     for stage in range(p):
         env.process(rank(stage))
-        if overlap and dp_gather_s > 0:     # last step's parameter all-gather, under the first forwards
+        if overlap_gather and dp_gather_s > 0:     # last step's parameter all-gather, under the first forwards
             spans.append(Span(stage, -1, -1, "dp_comm", 0.0, gather_end_s(stage)))
     env.run()
 
     pipeline_end = max(compute_end)
     barrier = max(max(compute_end), _last_end(spans, "dp_comm"))
     t = barrier
-    for stage in range(p):
-        if optimizer_s > 0:
-            spans.append(Span(stage, -1, -1, "optimizer", t, t + optimizer_s))
-    t += optimizer_s
+    for kind, duration in (("overheads", overheads_s), ("optimizer", optimizer_s)):
+        if duration > 0:
+            spans.extend(Span(stage, -1, -1, kind, t, t + duration) for stage in range(p))
+        t += duration
     exposed_gather = 0.0
-    if not overlap and dp_gather_s > 0:
+    if not overlap_gather and dp_gather_s > 0:
         for stage in range(p):
             spans.append(Span(stage, -1, -1, "dp_comm", t, t + gather_end_s(stage)))
         exposed_gather = dp_gather_s
     step_s = t + exposed_gather
 
     busiest = max(range(p), key=lambda s: busy[s] - gather_wait[s])
-    compute = busy[busiest] - comm_inside[busiest] - sends_s[busiest] - zero_extra[busiest] - gather_wait[busiest]
+    compute = (busy[busiest] - comm_inside[busiest] - launches[busiest] - sends_s[busiest] - zero_extra[busiest]
+               - gather_wait[busiest])
     dp_exposed = (barrier - pipeline_end) + exposed_gather + zero_extra[busiest] + gather_wait[busiest]
-    bubble = step_s - compute - comm_inside[busiest] - sends_s[busiest] - dp_exposed - optimizer_s
+    overheads = launches[busiest] + overheads_s
+    bubble = step_s - compute - comm_inside[busiest] - sends_s[busiest] - dp_exposed - overheads - optimizer_s
     breakdown = StepBreakdown(
         step_s=step_s,
         compute_s=compute,
@@ -284,6 +292,7 @@ def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: 
         pp_comm_s=sends_s[busiest],
         bubble_s=max(0.0, bubble),
         dp_comm_s=dp_exposed,
+        overheads_s=overheads,
         optimizer_s=optimizer_s,
         bottleneck_stage=busiest,
     )

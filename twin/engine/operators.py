@@ -24,9 +24,9 @@ from twin.hardware.specs import GPUSpec
 
 # Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
 # inputs and write bf16 outputs; the roofline counts inputs at 1 B).
-OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 # Bytes per element of a GEMM's output: the activation precision (16 bits under fp8).
-OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0}
+OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "int8": 2.0}
 # FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
 # GEMM's activation input to fp8 in a separate kernel before the GEMM: read 2 B, write
 # 1 B per element. Weights are cast once per step (negligible over many micro-batches).
@@ -40,6 +40,10 @@ class OperatorModel:
     efficiency: Efficiency
     power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
     attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | standard
+    weight_bytes: float | None = None  # bytes per element of the (k×n) weight operand when it differs from
+                                       # the GEMM precision (weight-only quantisation: 4-bit weights, fp16 GEMM)
+    separate_fp8_cast: bool = True     # training (Transformer Engine) casts each fp8 GEMM input in its own
+                                       # kernel; inference engines fuse the cast into the norm or activation before
 
     @property
     def matmul_flops(self) -> float:
@@ -48,8 +52,8 @@ class OperatorModel:
 
     @property
     def attention_flops(self) -> float:
-        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8)."""
-        precision = "bf16" if self.precision == "fp8" else self.precision
+        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8 and int8)."""
+        precision = "bf16" if self.precision in ("fp8", "int8") else self.precision
         rate = self.achievable_flops(precision) * self.efficiency.attention
         if self.attention_kernel in ("flash2", "flash1"):
             legacy = flash2_peak_fraction(self.gpu.name)
@@ -71,8 +75,9 @@ class OperatorModel:
         """``count`` GEMMs of (m×k)·(k×n)."""
         flops = 2.0 * m * n * k
         operand = OPERAND_BYTES[self.precision]
-        moved = operand * (m * k + k * n) + OUTPUT_BYTES[self.precision] * m * n
-        cast = FP8_CAST_BYTES_PER_ELEMENT * m * k / self.memory_Bps if self.precision == "fp8" else 0.0
+        weight = operand if self.weight_bytes is None else self.weight_bytes
+        moved = operand * m * k + weight * k * n + OUTPUT_BYTES[self.precision] * m * n
+        cast = FP8_CAST_BYTES_PER_ELEMENT * m * k / self.memory_Bps if self.precision == "fp8" and self.separate_fp8_cast else 0.0
         return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)
 
     def memory_s(self, bytes_moved: float) -> float:

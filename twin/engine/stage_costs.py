@@ -4,16 +4,22 @@ For every pipeline stage, the forward and backward time of one micro-batch on
 one (representative) GPU: its layers' GEMMs, attention and memory-bound
 kernels from the operator model, tensor-parallel and expert all-to-all
 communication inside the layers, recomputation, and for the first and last
-stages the embedding and the LM head with its loss. Also the data-parallel
-gradient traffic and the optimizer step. Both the analytic schedule and the
-discrete-event iteration engine play these bricks.
+stages the embedding and the LM head with its loss, and the fixed launch cost
+of every kernel. Also the data-parallel gradient traffic, the per-unit ZeRO-2/3
+traffic (``sharding``), and the work between steps (``optimizer_step``). How the
+framework runs each part is its ``StackProfile``. Both the analytic schedule
+and the discrete-event iteration engine play these bricks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from twin.engine.launches import layer_launch_s
 from twin.engine.operators import OperatorModel
+from twin.engine.optimizer_step import step_work_s
+from twin.engine.sharding import ChunkWork, sharded_extra_s
+from twin.engine.stack import StackProfile
 from twin.network.collectives import CommModel
 from twin.workload.memory import activation_bytes_per_element, stage_params
 from twin.workload.model import ModelSpec
@@ -44,15 +50,17 @@ RESIDUAL_BYTES = {False: 6.0, True: 10.0}
 # Activation function: GELU reads and writes f (4f); SwiGLU fused reads 2f and writes f
 # (6f), eager is SiLU (read and write 2f: 4f) and the product (read 4f, write 2f: 6f).
 ACTIVATION_BYTES_PER_FFN = {"fused": {"gelu": 4.0, "swiglu": 6.0}, "eager": {"gelu": 4.0, "swiglu": 10.0}}
-# Cross-entropy over the vocabulary in fp32: logits read, softmax written and read.
-LOSS_BYTES_PER_LOGIT = 12.0
+# Vocabulary-parallel cross-entropy, bytes per logit of (forward, backward). Unfused
+# (megatron/core/tensor_parallel/cross_entropy.py, one kernel per line): fp32 cast r2 w4,
+# max r4, subtract r4 w4, exp r4 w4, sum r4, divide r4 w4 = 38; backward: gradient times
+# the incoming one r4 w4, cast back to 16 bits r4 w2 = 14. Fused (Megatron-Core's
+# --cross-entropy-loss-fusion, megatron/core/fusions/fused_cross_entropy.py): cast and max
+# r2 w4, subtract-exp-sum r4 w4, divide r4 w4 = 22; backward fused to 16 bits r4 w2 = 6.
+LOSS_BYTES_PER_LOGIT = {"unfused": (38.0, 14.0), "fused": (22.0, 6.0)}
 # torch.autocast keeps weights in fp32 and casts each GEMM's weight to 16 bits where it is
 # used: the forward (and its recomputation) reads 4 B and writes 2 B per weight, and the
 # backward casts the 16-bit weight gradient back to fp32 (read 2 B, write 4 B).
 AUTOCAST_CAST_BYTES_PER_PARAM = 6.0
-# Adam step per parameter of the local shard: fp32 grad read (4), master r/w (8),
-# m r/w (8), v r/w (8), 16-bit weight write (2).
-OPTIMIZER_BYTES_PER_PARAM = 30.0
 
 
 def elementwise_bytes(norm: str, activation: str, kernels: str, autocast: bool) -> tuple[float, float]:
@@ -66,21 +74,17 @@ def elementwise_bytes(norm: str, activation: str, kernels: str, autocast: bool) 
 
 
 @dataclass(frozen=True)
-class Implementation:
-    """How the framework runs the model's memory-bound work (the precision and the
-    attention kernel are the operator model's)."""
-    kernels: str = "fused"       # fused (Megatron-LM, NeMo) | eager (PyTorch eager)
-    autocast: bool = False       # fp32 weights and residual stream under torch.autocast (PyTorch AMP)
-
-
-@dataclass(frozen=True)
 class ChunkCost:
     """One model chunk (a stage, or a virtual stage) for one micro-batch."""
-    forward_s: float            # compute + TP/EP communication, forward
-    backward_s: float           # compute + TP/EP communication, backward (+ recomputation)
+    forward_s: float            # compute + kernel launches + exposed TP/EP communication, forward
+    backward_s: float           # the same, backward (+ recomputation)
     forward_comm_s: float       # of which TP/EP communication
     backward_comm_s: float
     layers: int
+    forward_launch_s: float = 0.0    # of which kernel launches
+    backward_launch_s: float = 0.0
+    forward_dp_s: float = 0.0        # added by ZeRO-3 gathers the prefetch cannot hide (and compute slowed beside them)
+    backward_dp_s: float = 0.0       # added by ZeRO-2/3 gathers and reduce-scatters, the same way
 
 
 @dataclass(frozen=True)
@@ -88,12 +92,11 @@ class StepCosts:
     """Hashable: identical costs are simulated once (``iteration.simulate_iteration``)."""
     chunks: tuple[ChunkCost, ...]    # pipeline · virtual_stages chunks, chunk i on stage i % pipeline
     p2p_s: float                     # one activation (or gradient) transfer between stages
-    dp_reduce_s: float               # gradient all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1), once per step
+    dp_reduce_s: float               # gradient all-reduce (ZeRO-0; ZeRO-1 where the stack does) or reduce-scatter
     dp_gather_s: float               # parameter all-gather after the optimizer (ZeRO-1/2), once per step
-    zero_forward_s: float            # ZeRO-3 parameter all-gather, every micro-batch's forward
-    zero_backward_s: float           # ZeRO-3 parameter all-gather and ZeRO-2/3 gradient reduce-scatter, every backward
     optimizer_s: float
     overlap_slowdown: float = 0.0    # extra time of compute per second of a data-parallel collective running beside it
+    overheads_s: float = 0.0         # per-step work outside the passes: gradient zeroing, casts, the gradient norm
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", tuple(self.chunks))
@@ -108,9 +111,12 @@ class StepCosts:
 
 
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, impl: Implementation) -> tuple[float, float, float, float]:
-    """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch."""
-    attention, precision, kernels = ops.attention_kernel, ops.precision, impl.kernels
+                 placement: Placement, stack: StackProfile) -> tuple[float, float, float, float]:
+    """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch.
+
+    The communication is what stays exposed: with ``tp_comm_overlap`` the tensor-parallel
+    collectives run beside the layer's GEMMs and only what those cannot hide remains."""
+    attention, precision, kernels = ops.attention_kernel, ops.precision, stack.kernels
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
     tokens = b * s
@@ -141,14 +147,14 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         core_bwd = 2.0 * core_fwd
 
     # Memory-bound kernels: norms, residuals, dropout (split by SP) and the activation function.
-    per_hidden, per_ffn = elementwise_bytes(model.norm, model.activation, kernels, impl.autocast)
+    per_hidden, per_ffn = elementwise_bytes(model.norm, model.activation, kernels, stack.autocast)
     elementwise = per_hidden * h / (t if plan.sequence_parallel else 1)
     act_fn = per_ffn * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
 
     fwd = gemm + core_fwd + memory_fwd
     bwd = 2.0 * gemm + core_bwd + 2.0 * memory_fwd
-    if impl.autocast:
+    if stack.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
             model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))
         fwd += cast
@@ -159,6 +165,12 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     tp_ar = comm.all_reduce_s(tokens * h * act, placement.tensor)
     fwd_comm = 2 * tp_ar
     bwd_comm = 2 * tp_ar
+    if stack.tp_comm_overlap:
+        # Userbuffers split each GEMM and its all-gather or reduce-scatter into chunks that
+        # pipeline (Megatron-Core --tp-comm-overlap): the layer's GEMMs hide the collectives,
+        # slowed by σ while they share the GPU; what outlasts them stays exposed.
+        fwd_comm = _exposed(gemm, fwd_comm, ops.efficiency.overlap_slowdown)
+        bwd_comm = _exposed(2.0 * gemm, bwd_comm, ops.efficiency.overlap_slowdown)
     if model.is_moe and plan.expert > 1:
         a2a = comm.all_to_all_s(tokens * model.top_k * h * act, placement.expert)
         fwd_comm += 2 * a2a                                   # dispatch and combine
@@ -167,73 +179,94 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     if plan.recompute == "full":
         bwd += fwd
         bwd_comm += fwd_comm
-    elif plan.recompute == "selective" and attention == "standard":
+    elif plan.recompute == "selective" and (attention == "standard" or stack.recompute_fused_attention):
         bwd += core_fwd
     return fwd, bwd, fwd_comm, bwd_comm
 
 
+def _exposed(compute_s: float, comm_s: float, slowdown: float) -> float:
+    """What a collective overlapped with ``compute_s`` adds to it: max(M, C + σ·min(C, M)) - C."""
+    return max(comm_s, compute_s + slowdown * min(compute_s, comm_s)) - compute_s
+
+
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, impl: Implementation) -> StepCosts:
-    """Costs of every chunk, the stage boundary, data parallelism and the optimizer."""
+               placement: Placement, stack: StackProfile) -> StepCosts:
+    """Costs of every chunk, the stage boundary, data parallelism and the work between steps."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
     precision = ops.precision
     tokens = b * s
     act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, impl)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack)
+    launch_f, launch_b = layer_launch_s(model, stack, ops.attention_kernel, precision,
+                                        model.experts / plan.expert)
+    if plan.recompute == "full":
+        launch_b += launch_f
 
-    head_fwd = ops.matmul_s(tokens, v / t, h) + ops.memory_s(LOSS_BYTES_PER_LOGIT * tokens * v / t)
-    if impl.autocast:
-        head_fwd += ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * v * h / t)
+    # LM head: the logits GEMM and the vocabulary-parallel cross-entropy (fused or not).
+    loss_fwd, loss_bwd = (ops.memory_s(n * tokens * v / t) for n in LOSS_BYTES_PER_LOGIT[stack.cross_entropy])
+    head_gemm = ops.matmul_s(tokens, v / t, h)
+    head_fwd, head_bwd = head_gemm + loss_fwd, 2 * head_gemm + loss_bwd
+    if stack.autocast:
+        cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * v * h / t)
+        head_fwd, head_bwd = head_fwd + cast, head_bwd + cast
     embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
+
+    # Data parallelism over the fullest stage's parameters, gradients reduced in the stack's
+    # element type; parameters gathered in 16 bits, or in fp32 where autocast keeps no
+    # 16-bit copy of them.
+    dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
+    grad_bytes = stack.grad_reduce_bytes(precision)
+    param_bytes = activation_bytes_per_element("fp32") if stack.autocast else act
+    slowdown = ops.efficiency.overlap_slowdown
 
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
     for i, n in enumerate(layers):
-        fwd = n * (fwd_l + fcomm_l)
-        bwd = n * (bwd_l + bcomm_l)
-        if i == 0:
+        first, last = i == 0, i == len(layers) - 1
+        fwd = n * (fwd_l + fcomm_l + launch_f)
+        bwd = n * (bwd_l + bcomm_l + launch_b)
+        if first:
             fwd += embed_fwd
             bwd += 2 * embed_fwd
-        if i == len(layers) - 1:
+        if last:
             fwd += head_fwd
-            bwd += 2 * head_fwd
-        chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n))
+            bwd += head_bwd
+        work = ChunkWork(n, fwd_l + fcomm_l + launch_f, bwd_l + bcomm_l + launch_b,
+                         embed_fwd if first else 0.0, head_fwd if last else 0.0,
+                         model.embedding_params / t if first else 0.0,
+                         model.head_params / t if last else 0.0)
+        dp_fwd, dp_bwd = sharded_extra_s(work, model, plan, comm, placement, stack, param_bytes, grad_bytes,
+                                         slowdown)
+        chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
+                                dp_fwd, dp_bwd))
 
     # Pipeline sends: each tensor-parallel rank sends its 1/t slice of the b·s·h boundary
     # activation (Megatron's scatter/gather optimisation, Narayanan et al. SC'21 §4.1); without
-    # sequence parallelism the receiving ranks all-gather the slices over NVLink.
+    # sequence parallelism the receiving ranks all-gather the slices over NVLink. Stacks
+    # without it send the whole activation from every rank.
     p2p = 0.0
     if plan.pipeline > 1:
-        p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline)
-        if not plan.sequence_parallel:
-            p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
+        if stack.pipeline_sends == "full" and not plan.sequence_parallel:
+            p2p = comm.send_recv_s(tokens * h * act, placement.pipeline)
+        else:
+            p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline)
+            if not plan.sequence_parallel:
+                p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
 
-    # Data parallelism over the fullest stage's parameters; gradients reduced in the
-    # training precision's 16 bits (fp32 for fp32 training); parameters gathered in 16
-    # bits, or in fp32 where autocast keeps no 16-bit copy of them.
-    dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
-    grad_bytes = act                     # one element of the training precision: 2 B, or 4 B for fp32
-    param_bytes = activation_bytes_per_element("fp32") if impl.autocast else grad_bytes
-    # ZeRO-2 and ZeRO-3 keep only a shard of the gradients, so every micro-batch's
-    # backward reduce-scatters them (DeepSpeed ZeRO-2/3, PyTorch FSDP FULL_SHARD);
-    # ZeRO-3 also gathers the parameters for every forward and again for every
-    # backward. ZeRO-0/1 accumulate whole gradients and reduce them once per step.
+    # ZeRO-0/1 reduce whole gradients once per step (ZeRO-2/3 reduce-scatter them every
+    # backward, in ``sharding``); ZeRO-1/2 all-gather the updated parameters.
     def over_dp(collective, bytes_per_param: float) -> float:
         return (collective(dense * bytes_per_param, placement.data)
                 + collective(expert * bytes_per_param, placement.expert_data))
 
-    dp_reduce = dp_gather = zero_fwd = zero_bwd = 0.0
-    if plan.zero == 0:
+    dp_reduce = dp_gather = 0.0
+    if plan.zero == 0 or (plan.zero == 1 and stack.zero1_all_reduce(precision)):
         dp_reduce = over_dp(comm.all_reduce_s, grad_bytes)
     elif plan.zero == 1:
-        dp_reduce, dp_gather = over_dp(comm.reduce_scatter_s, grad_bytes), over_dp(comm.all_gather_s, param_bytes)
-    elif plan.zero == 2:
-        zero_bwd, dp_gather = over_dp(comm.reduce_scatter_s, grad_bytes), over_dp(comm.all_gather_s, param_bytes)
-    else:
-        gather = over_dp(comm.all_gather_s, param_bytes)
-        zero_fwd, zero_bwd = gather, gather + over_dp(comm.reduce_scatter_s, grad_bytes)
+        dp_reduce = over_dp(comm.reduce_scatter_s, grad_bytes)
+    if plan.zero in (1, 2):
+        dp_gather = over_dp(comm.all_gather_s, param_bytes)
 
     shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
-    optimizer = ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard)
-    slowdown = 1.0 / ops.efficiency.overlap_compute - 1.0
-    return StepCosts(chunks, p2p, dp_reduce, dp_gather, zero_fwd, zero_bwd, optimizer, slowdown)
+    overheads, optimizer = step_work_s(dense + expert, shard, plan, ops, comm, placement, stack)
+    return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads)

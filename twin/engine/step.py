@@ -9,9 +9,9 @@ and interleaved 1F1B with v chunks per stage divides the fill/drain term by v.
 The bubble is T - m · max_i U_i, i.e. (p - 1)/m of the work for equal stages under
 1F1B and (p - 1)/(v·m) interleaved (Narayanan et al. SC'21 §2.2). Data-parallel
 gradient reduction overlaps the last micro-batch's backward when the plan says so;
-the optimizer step follows. A pass of compute C beside a collective M on its own
-stream takes max(M, C + σ·min(C, M)), σ the slowdown of compute that shares the
-GPU with NCCL (``StepCosts.overlapped_s``).
+the per-step overheads and the optimizer step follow. A pass of compute C beside
+a collective M on its own stream takes max(M, C + σ·min(C, M)), σ the slowdown
+of compute that shares the GPU with NCCL (``StepCosts.overlapped_s``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from twin.workload.plan import ParallelPlan
 # The parts of a step (``StepBreakdown.parts`` keys, ``Result.step_breakdown_s``) in words.
 PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
                "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
-               "dp_comm": "data-parallel communication (exposed)", "optimizer": "optimizer step"}
+               "dp_comm": "data-parallel communication (exposed)",
+               "overheads": "framework overheads (kernel launches, gradient zeroing and norm)",
+               "optimizer": "optimizer step"}
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,15 @@ class StepBreakdown:
     pp_comm_s: float            # pipeline sends on the critical path
     bubble_s: float             # pipeline fill and drain (and waiting on slower stages)
     dp_comm_s: float            # exposed data-parallel communication
+    overheads_s: float          # kernel launches on the critical path and the per-step gradient work
     optimizer_s: float
     bottleneck_stage: int
 
     def parts(self) -> dict[str, float]:
         """Seconds of the step in each part, by ``PART_LABELS`` key."""
         return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
-                "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "optimizer": self.optimizer_s}
+                "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "overheads": self.overheads_s,
+                "optimizer": self.optimizer_s}
 
     @property
     def bottleneck(self) -> str:
@@ -52,46 +56,59 @@ class StepBreakdown:
         return f"{PART_LABELS[key]} ({parts[key] / self.step_s:.0%} of the step)"
 
 
-def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[tuple[float, float, float, float]]:
-    """Per stage: (forward, backward, TP/EP comm inside them, p2p sends) for one micro-batch."""
+@dataclass(frozen=True)
+class StageMicrobatch:
+    """One stage's work for one micro-batch, over its chunks."""
+    forward_s: float
+    backward_s: float
+    comm_s: float               # of which TP/EP communication
+    launch_s: float             # of which kernel launches
+    sharded_s: float            # ZeRO-2/3 traffic the passes could not hide
+    sends_s: float              # pipeline sends
+
+    @property
+    def total_s(self) -> float:
+        return self.forward_s + self.backward_s + self.sharded_s + self.sends_s
+
+
+def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrobatch]:
+    """Per stage: its work for one micro-batch."""
     rows = []
     sends_per_microbatch = 2 * plan.virtual_stages if plan.pipeline > 1 else 0
     for stage in range(plan.pipeline):
         chunks = costs.stage_chunks(stage, plan.pipeline)
-        fwd = sum(c.forward_s for c in chunks)
-        bwd = sum(c.backward_s for c in chunks)
-        comm = sum(c.forward_comm_s + c.backward_comm_s for c in chunks)
-        rows.append((fwd, bwd, comm, sends_per_microbatch * costs.p2p_s))
+        rows.append(StageMicrobatch(
+            forward_s=sum(c.forward_s for c in chunks),
+            backward_s=sum(c.backward_s for c in chunks),
+            comm_s=sum(c.forward_comm_s + c.backward_comm_s for c in chunks),
+            launch_s=sum(c.forward_launch_s + c.backward_launch_s for c in chunks),
+            sharded_s=sum(c.forward_dp_s + c.backward_dp_s for c in chunks),
+            sends_s=sends_per_microbatch * costs.p2p_s))
     return rows
 
 
 def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     m = plan.microbatches
     rows = stage_microbatch_s(costs, plan)
-    per_mb = []
-    for fwd, bwd, _comm, sends in rows:
-        per_mb.append(costs.overlapped_s(fwd, costs.zero_forward_s) + costs.overlapped_s(bwd, costs.zero_backward_s)
-                      + sends)
-    busiest = max(range(plan.pipeline), key=lambda i: per_mb[i])
-    fill_drain = sum(per_mb) - per_mb[busiest]
+    busiest = max(range(plan.pipeline), key=lambda i: rows[i].total_s)
+    row = rows[busiest]
+    fill_drain = sum(r.total_s for r in rows) - row.total_s
     if plan.schedule == "interleaved":
         fill_drain /= plan.virtual_stages
-    pipeline_s = m * per_mb[busiest] + fill_drain
+    pipeline_s = m * row.total_s + fill_drain
 
-    fwd, bwd, comm, sends = rows[busiest]
-    if plan.overlap_grad_reduce:
-        dp_s = (costs.overlapped_s(bwd, costs.dp_reduce_s) - bwd) + (costs.overlapped_s(fwd, costs.dp_gather_s) - fwd)
-    else:
-        dp_s = costs.dp_reduce_s + costs.dp_gather_s
-    zero_exposed = per_mb[busiest] - (fwd + bwd + sends)
-    step_s = pipeline_s + dp_s + costs.optimizer_s
+    fwd, bwd = row.forward_s, row.backward_s
+    dp_s = (costs.overlapped_s(bwd, costs.dp_reduce_s) - bwd if plan.overlap_grad_reduce else costs.dp_reduce_s)
+    dp_s += (costs.overlapped_s(fwd, costs.dp_gather_s) - fwd if plan.overlap_param_gather else costs.dp_gather_s)
+    step_s = pipeline_s + dp_s + costs.overheads_s + costs.optimizer_s
     return StepBreakdown(
         step_s=step_s,
-        compute_s=m * (fwd + bwd - comm),
-        tp_comm_s=m * comm,
-        pp_comm_s=m * sends,
-        bubble_s=pipeline_s - m * per_mb[busiest],
-        dp_comm_s=dp_s + m * zero_exposed,
+        compute_s=m * (fwd + bwd - row.comm_s - row.launch_s),
+        tp_comm_s=m * row.comm_s,
+        pp_comm_s=m * row.sends_s,
+        bubble_s=pipeline_s - m * row.total_s,
+        dp_comm_s=dp_s + m * row.sharded_s,
+        overheads_s=m * row.launch_s + costs.overheads_s,
         optimizer_s=costs.optimizer_s,
         bottleneck_stage=busiest,
     )

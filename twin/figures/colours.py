@@ -16,12 +16,13 @@ PART_COLOURS = {
     "pp_comm": "#E69F00",
     "dp_comm": "#009E73",
     "bubble": "#BBBBBB",
+    "overheads": "#F0E442",
     "optimizer": "#D55E00",
 }
 BACKWARD_COLOUR = "#56B4E9"
 # The spans of ``Result.step_timeline`` → the step part each belongs to.
 SPAN_PARTS = {"forward": "compute", "backward": "compute", "send": "pp_comm", "dp_comm": "dp_comm",
-              "optimizer": "optimizer"}
+              "overheads": "overheads", "optimizer": "optimizer"}
 
 
 def span_colour(kind: str) -> str:

@@ -1,7 +1,7 @@
 """Figures of one training step: the pipeline Gantt chart and the step breakdown.
 
 Both take a Result's dict (``Result.to_dict()``): ``step_timeline`` (spans of
-every stage: forward, backward, send, dp_comm, optimizer) and
+every stage: forward, backward, send, dp_comm, overheads, optimizer) and
 ``step_breakdown_s``. Each step part has one colour on both charts
 (``twin.figures.colours``).
 """
@@ -17,7 +17,7 @@ from twin.figures.colours import PART_COLOURS, SPAN_PARTS, span_colour
 
 SPAN_LABELS = {"forward": "forward pass (GPU compute)", "backward": "backward pass (GPU compute)",
                "send": PART_LABELS["pp_comm"], "dp_comm": PART_LABELS["dp_comm"],
-               "optimizer": PART_LABELS["optimizer"]}
+               "overheads": PART_LABELS["overheads"], "optimizer": PART_LABELS["optimizer"]}
 # Smallest label size: a micro-batch number that would be drawn smaller is left out (plotly hides it).
 MIN_LABEL_PX = 9
 ROW_PX = 26                     # height of one pipeline stage's row

@@ -22,8 +22,10 @@ class GPUSpec:
     tdp_w: float
     idle_w: float
     nvlink_Bps: float                     # aggregate bidirectional, as datasheets print it
-    mig: dict[str, int]
+    mig: dict[str, int]                   # MIG profile → instances per GPU (catalog mig.yaml)
     source: str
+    host_memory_bytes: float = 0.0        # Grace memory a superchip's GPU reaches over NVLink-C2C
+    host_memory_Bps: float = 0.0          # GPU reads from it: min(C2C per direction, the memory's bandwidth)
 
     def peak(self, precision: str) -> float:
         """Dense tensor peak for ``precision``; fp32 training runs on TF32 tensor cores."""
@@ -122,6 +124,11 @@ def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:
     peaks = {k: parse_quantity(v, "flops", f"{where}.peak.{k}") for k, v in row["peak"].items()}
     tdp_w = parse_quantity(row["tdp"], "power", f"{where}.tdp")
     idle = row.get("idle_power")
+    grace = row.get("grace") or {}
+    host_bytes = parse_quantity(grace["memory"], "bytes", f"{where}.grace.memory") if grace else 0.0
+    host_Bps = min(parse_quantity(grace["c2c"], "bandwidth", f"{where}.grace.c2c") / 2,
+                   parse_quantity(grace["memory_bandwidth"], "bandwidth", f"{where}.grace.memory_bandwidth")) if grace else 0.0
+    mig = catalog.table("mig").get(name, {}).get("profiles", {})
     return GPUSpec(
         name=name,
         description=row["description"],
@@ -131,8 +138,10 @@ def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:
         tdp_w=tdp_w,
         idle_w=parse_quantity(idle, "power", f"{where}.idle_power") if idle else IDLE_POWER_FRACTION_OF_TDP * tdp_w,
         nvlink_Bps=parse_quantity(row["nvlink"], "bandwidth", f"{where}.nvlink"),
-        mig=dict(row.get("mig") or {}),
+        mig={profile: int(shape[2]) for profile, shape in mig.items()},
         source=row["source"],
+        host_memory_bytes=host_bytes,
+        host_memory_Bps=host_Bps,
     )
 
 

@@ -1,7 +1,8 @@
 """Cluster IT power by phase, the power timeline of a run, and its energy.
 
 A training step splits into phases (``StepBreakdown``): compute-bound kernels,
-memory-bound work (the optimizer step), communication left exposed (tensor,
+memory-bound work (the optimizer step and the framework's per-step overheads:
+gradient zeroing and norm, kernel launches), communication left exposed (tensor,
 pipeline and data parallel) and the pipeline bubble. Each phase has its GPU
 power (``devices.GPUPower``); the step's average is their time-weighted mean.
 A job adds its own phases (``Result.timeline`` segments: train, checkpoint,
@@ -40,7 +41,7 @@ def step_phases(step: StepBreakdown) -> dict[str, float]:
     """Seconds of one step in each GPU power phase."""
     return {
         "compute": step.compute_s,
-        "memory": step.optimizer_s,
+        "memory": step.optimizer_s + step.overheads_s,
         "communication": step.tp_comm_s + step.pp_comm_s + step.dp_comm_s,
         "bubble": step.bubble_s,
     }

@@ -24,15 +24,16 @@ from twin.scenario.cluster import Cluster, Fabric, Storage
 from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.load import decode, parse_yaml, read_text
+from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
-from twin.scenario.training import Checkpoint, InlineModel, Parallelism, Training
+from twin.scenario.training import Checkpoint, InlineModel, Parallelism, StackOptions, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
-           "Parallelism", "Checkpoint", "Failures", "parse_scenario", "load_scenario", "parse_yaml",
-           "read_text", "decode", "with_overrides", "WORKLOADS"]
+           "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "parse_scenario", "load_scenario",
+           "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
-WORKLOADS = ("training",)
+WORKLOADS = ("training", "serving")
 
 EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
 
@@ -45,6 +46,7 @@ class Scenario(Strict):
     cluster: Cluster
     site: Site = Site()
     training: Training | None = None
+    serving: Serving | None = None
     failures: Failures = Failures()
     efficiency: dict[str, EfficiencyValue] = {}     # overrides of calibrated efficiencies (calibration.yaml)
 
@@ -77,7 +79,7 @@ class Scenario(Strict):
 # Error messages
 
 # Branch names pydantic puts in an error's location; they are not keys a user wrote.
-_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model"}
+_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "catalog-stack", "stack-options"}
 
 
 def _model_class_at(loc: tuple) -> type[BaseModel] | None:
@@ -166,8 +168,19 @@ def load_scenario(path: str | Path) -> Scenario:
 def _check_catalog_names(scenario: Scenario) -> None:
     """Catalog names resolve, with a 'did you mean' when they do not."""
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
-    if scenario.training is not None and isinstance(scenario.training.model, str):
-        catalog.entry("models", scenario.training.model, "training.model")
+    workload = getattr(scenario, scenario.workload)
+    if isinstance(workload.model, str):
+        catalog.entry("models", workload.model, f"{scenario.workload}.model")
+    if scenario.serving is not None:
+        for i, alternative in enumerate(scenario.serving.compare):
+            if alternative.node is not None:
+                catalog.entry("nodes", alternative.node, f"serving.compare[{i}].node")
+    if scenario.training is not None:
+        stack = scenario.training.stack
+        if isinstance(stack, str):
+            catalog.entry("stacks", stack, "training.stack")
+        else:
+            catalog.entry("stacks", stack.name, "training.stack.name")
     if scenario.failures.enabled:
         catalog.entry("failure_profiles", scenario.failures.profile, "failures.profile")
 
@@ -181,31 +194,35 @@ def _check_meaning(scenario: Scenario) -> None:
     if c.fabric.topology == "single-switch" and c.fabric.oversubscription != 1:
         raise ScenarioError("cluster.fabric.oversubscription", f"{c.fabric.oversubscription:g} is not allowed with "
                             "topology single-switch: every node sits on the one switch (1:1)")
+    workload = getattr(scenario, scenario.workload)
+    if isinstance(workload.model, InlineModel):
+        _check_inline_model(workload.model, f"{scenario.workload}.model")
     if scenario.training is not None:
         _check_training(scenario.training)
+    if scenario.serving is not None and scenario.failures.enabled:
+        raise ScenarioError("failures.enabled", "true is not allowed with serving: failures are simulated for "
+                            "training jobs; a serving scenario answers the steady state of its replicas")
+
+
+def _check_inline_model(m: InlineModel, where: str) -> None:
+    if m.hidden % m.heads:
+        raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
+                            "(each head is hidden / heads wide)")
+    kv = m.kv_heads or m.heads
+    if kv > m.heads or m.heads % kv:
+        raise ScenarioError(f"{where}.kv_heads", f"{kv} does not divide heads {m.heads} "
+                            "(each KV head serves a whole group of query heads)")
+    if m.top_k > 1 and m.experts == 1:
+        raise ScenarioError(f"{where}.top_k", f"{m.top_k} needs experts > 1 (a dense model routes to no experts)")
+    if m.top_k > m.experts:
+        raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
 
 
 def _check_training(tr: Training) -> None:
-    if isinstance(tr.model, InlineModel):
-        m, where = tr.model, "training.model"
-        if m.hidden % m.heads:
-            raise ScenarioError(f"{where}.heads", f"{m.heads} does not divide hidden {m.hidden} "
-                                "(each head is hidden / heads wide)")
-        kv = m.kv_heads or m.heads
-        if kv > m.heads or m.heads % kv:
-            raise ScenarioError(f"{where}.kv_heads", f"{kv} does not divide heads {m.heads} "
-                                "(each KV head serves a whole group of query heads)")
-        if m.top_k > 1 and m.experts == 1:
-            raise ScenarioError(f"{where}.top_k", f"{m.top_k} needs experts > 1 (a dense model routes to no experts)")
-        if m.top_k > m.experts:
-            raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
     p = tr.parallelism
     if p.virtual_stages > 1 and p.schedule != "interleaved":
         raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
-    if tr.autocast and tr.precision in ("fp32", "tf32"):
-        raise ScenarioError("training.autocast", f"true casts fp32 weights to a lower precision, but precision is "
-                            f"{tr.precision}; allowed with bf16, fp16 or fp8")
 
 
 def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Discriminator, Tag, model_validator
 
+from twin.engine.stack import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
+                               ShardedGather, Zero1Reduce)
 from twin.scenario.fields import Flag, Strict, name_text, number
 
 Layers = number(integer=True, ge="1", le="10000", why="100x the deepest published LLM")
@@ -61,7 +63,7 @@ class Parallelism(Strict):
     sequence_parallel: Flag = True
     recompute: Literal["none", "selective", "full"] = "selective"
     zero: ZeroStage = 1
-    overlap_grad_reduce: Flag = True
+    overlap_grad_reduce: Flag | None = None          # unwritten: the stack's
     # Rank order, fastest-varying first: Megatron-LM's default keeps a tensor group inside a node.
     order: Literal["tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"] = "tp-dp-pp"
 
@@ -71,6 +73,41 @@ class Parallelism(Strict):
         if self.virtual_stages > 1 and "schedule" not in self.model_fields_set:
             return self.model_copy(update={"schedule": "interleaved"})
         return self
+
+
+Params = number("count", ge="0", le="1000T", why="parameters, 1000x the largest published model")
+StackName = name_text(80)
+
+
+class StackOptions(Strict):
+    """A catalog stack with some of its behaviours set here; unwritten ones are the profile's."""
+    name: StackName
+    grad_reduce: GradReduce | None = None
+    zero1_reduce: Zero1Reduce | None = None
+    overlap_param_gather: Flag | None = None
+    tp_comm_overlap: Flag | None = None
+    cross_entropy: CrossEntropy | None = None
+    recompute_fused_attention: Flag | None = None
+    pipeline_sends: PipelineSends | None = None
+    zero_grad_buffer: Flag | None = None
+    sharded_gather: ShardedGather | None = None
+    backward_prefetch: BackwardPrefetch | None = None
+    prefetch_bucket_params: Params | None = None
+    max_live_params: Params | None = None
+    reduce_bucket_params: Params | None = None
+    persistence_threshold_params: Params | None = None
+    regather_under_recompute: Flag | None = None
+
+
+def _stack_kind(value: Any) -> str:
+    return "stack-options" if isinstance(value, dict) else "catalog-stack"
+
+
+# A catalog stack by name, or a mapping with its name and the behaviours set here.
+StackChoice = Annotated[Union[Annotated[str, Tag("catalog-stack")], Annotated[StackOptions, Tag("stack-options")]],
+                        Discriminator(_stack_kind)]
+# The stack a scenario runs unless it names one (catalog stacks.yaml): Megatron-Core at its defaults.
+DEFAULT_STACK = "megatron-core-2024"
 
 
 class Checkpoint(Strict):
@@ -84,8 +121,10 @@ class Training(Strict):
     seq_len: SeqLen
     global_batch: GlobalBatch
     precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = "bf16"
-    attention: Literal["flash", "flash2", "flash1", "standard"] = "flash"
-    kernels: Literal["fused", "eager"] = "fused"
-    autocast: Flag = False
+    stack: StackChoice = DEFAULT_STACK
+    # Unwritten (None): the stack's.
+    attention: AttentionKernel | None = None
+    kernels: KernelStyle | None = None
+    autocast: Flag | None = None
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()

@@ -30,6 +30,7 @@ class PlanRequest:
     recompute: str = "selective"          # none | selective | full
     zero: int = 1
     overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
     order: str = "tp-dp-pp"               # rank order, fastest-varying first
 
 
@@ -45,7 +46,8 @@ class ParallelPlan:
     sequence_parallel: bool       # effective: False when tensor == 1
     recompute: str                # none | selective | full
     zero: int
-    overlap_grad_reduce: bool
+    overlap_grad_reduce: bool     # gradient reduction in buckets during the last backward
+    overlap_param_gather: bool    # ZeRO-1/2 parameter all-gather under the next step's forward
     global_batch: int
     seq_len: int
 
@@ -166,5 +168,6 @@ def resolve_plan(par: PlanRequest, model: ModelSpec, cluster: ClusterSpec,
     return ParallelPlan(
         tensor=t, pipeline=p, data=d, expert=ep, microbatch=mb, virtual_stages=v, schedule=schedule,
         sequence_parallel=par.sequence_parallel and t > 1, recompute=par.recompute, zero=par.zero,
-        overlap_grad_reduce=par.overlap_grad_reduce, global_batch=global_batch, seq_len=seq_len,
+        overlap_grad_reduce=par.overlap_grad_reduce, overlap_param_gather=par.overlap_param_gather,
+        global_batch=global_batch, seq_len=seq_len,
     )

@@ -1,0 +1,63 @@
+"""Serving page: latency against throughput over a rate sweep with the SLO, GPUs for a target rate,
+and cost, energy and carbon per million output tokens by country."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from dashboard import cached
+from dashboard.panel import Context
+from dashboard.views import figure, needs_result
+from twin.api import gpus_for_rate
+from twin.figures import serving
+
+PER_ROW = 4                 # headline numbers per row: each box wide enough for its value
+
+
+def render(ctx: Context) -> None:
+    if not needs_result(ctx, "serving"):
+        return
+    r = ctx.result
+    metrics = serving.headline_metrics(r)
+    for start in range(0, len(metrics), PER_ROW):
+        for col, m in zip(st.columns(PER_ROW), metrics[start:start + PER_ROW]):
+            col.metric(m.label, m.value, help=m.help or None, border=True)
+    st.caption(r["label"])
+    for warning in [*r["warnings"], *(w for a in r.get("alternatives") or [] for w in a["warnings"])]:
+        st.warning(warning)
+
+    answer = cached.serving_capacity(ctx.raw)
+    cap = answer["result"]
+    if answer["error"]:
+        st.error(answer["error"])
+    elif cap is not None:
+        st.subheader("Latency against throughput")
+        st.caption("Each point is the deployment at one offered rate (the capacity search's trials and a sweep "
+                   "from light load to past saturation); green points meet the SLO (dashed lines).")
+        missing = ("the deployment does not fit (see the warning above)" if not cap["memory_fits"] else
+                   "no SLO in the scenario (serving.slo): the capacity is the saturated throughput")
+        figure("Latency against throughput", serving.latency_throughput_figure, cap, available=bool(cap["sweep"]),
+               missing=missing, key="fig.serving.latency")
+    if cap is not None and cap["memory_fits"]:
+        st.subheader("GPUs for a target rate")
+        target = st.number_input("Target arrival rate [requests/s]", min_value=0.001,
+                                 value=float(max(1.0, round(10 * cap["rate_per_s"], 1))), key="serving.target")
+        rows = serving.capacity_rows(cap)
+        for row, x in zip(rows, [cap, *(cap.get("alternatives") or [])]):
+            size = gpus_for_rate(x, target)
+            row["replicas for the target"] = size.replicas
+            row["GPUs for the target"] = size.gpus
+        st.dataframe(rows, hide_index=True)
+    if r.get("alternatives"):
+        st.subheader("Deployments compared (the same model and load)")
+        st.dataframe(serving.deployment_rows(r), hide_index=True)
+    if r["requests_per_s"] is not None:
+        st.subheader("Cost and carbon per million output tokens by country")
+        st.caption(f"Facility energy {r['energy_per_million_output_tokens_kwh']:.3g} kWh per million output tokens "
+                   f"(IT × PUE {r['pue']:.2f}), the same in every country; each country's grid intensity and "
+                   "electricity price.")
+        figure("Per million tokens", serving.per_million_figure, r, key="fig.serving.countries")
+    st.download_button("Download the result (JSON)", json.dumps(r, indent=2), file_name="serving-result.json",
+                       mime="application/json")

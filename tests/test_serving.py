@@ -1,0 +1,182 @@
+"""The serving twin against hand calculations, invariants and the issue's acceptance checks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from twin.calibration import Efficiency, ServingEfficiency
+from twin.errors import ScenarioError
+from twin.hardware.mig import mig_profile, slice_gpu
+from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, gpu_spec, node_spec
+from twin.serving.batching import Batch
+from twin.serving.capacity import capacity, sizing
+from twin.serving.deployment import ServingSpec, replica, simulate
+from twin.serving.engine import ReplicaEngine
+from twin.serving.kv_cache import RUNTIME_CONTEXT_BYTES, workspace_bytes
+from twin.serving.load import requests
+from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
+from twin.workload.model import model_spec
+
+SERVING = ServingEfficiency.calibrated()
+TRAINING = Efficiency.calibrated()
+
+
+def cluster(node: str, nodes: int = 1) -> ClusterSpec:
+    n = node_spec(node)
+    fabric = FabricSpec("rail-optimized-fat-tree", n.compute_nics.line_rate_Bps, 32, 1.0)
+    return ClusterSpec(n, nodes, 0, 1, None, None, fabric, StorageSpec(1e10, 1e10, None))
+
+
+def spec(model="llama3-8b", precision="bf16", kv="bf16", tensor=1, pipeline=1, mig=None, rate=None, count=400,
+         isl=512, osl=128, engine=None, slo=None, replicas=1, dist="fixed") -> ServingSpec:
+    load = LoadSpec(rate, count, LengthSpec(isl, dist, 4 * isl), LengthSpec(osl, dist, 4 * osl), seed=7)
+    return ServingSpec(model_spec(model), precision, kv, tensor, pipeline, replicas, mig, engine or EngineSpec(),
+                       load, slo or SLOSpec())
+
+
+def build(s: ServingSpec, node="dgx-h100", nodes=1):
+    return replica(s, cluster(node, nodes), SERVING, TRAINING)
+
+
+def test_decode_at_batch_one_reads_the_weights_once():
+    rep = build(spec())
+    it = rep.iteration
+    t = it.time_s(Batch(decode_seqs=1, decode_context=1)) - it.overhead_s
+    streamed = rep.memory.weights_bytes - 2 * rep.iteration.model.embedding_params   # the embedding is looked up
+    hand = streamed / (rep.gpu.memory_Bps * SERVING.memory)
+    assert t == pytest.approx(hand, rel=0.03)
+
+
+def test_kv_capacity_is_free_memory_over_kv_bytes_per_token():
+    s = spec(engine=EngineSpec(kv_memory_fraction=1.0, block_tokens=1))
+    rep = build(s)
+    m = s.model                         # llama3-8b: 32 layers, 8 KV heads of 128
+    per_token = 2 * 32 * 8 * 128 * 2
+    reserve = RUNTIME_CONTEXT_BYTES + workspace_bytes(m, 8192, 1)
+    hand = (80 * 2**30 - rep.memory.weights_bytes - reserve) // per_token
+    assert rep.memory.kv_bytes_per_token == per_token
+    assert rep.memory.kv_capacity_tokens == hand
+
+
+def test_kv_heads_are_replicated_when_tensor_ranks_outnumber_them():
+    rep = build(spec(model="llama3-70b", precision="fp8", kv="fp8", tensor=8))
+    assert rep.memory.kv_bytes_per_token == 2 * 80 * 1 * 128 * 1
+
+
+def test_every_request_completes_with_its_tokens():
+    s = spec(rate=20.0, dist="exponential")
+    run = simulate(s, build(s))
+    t = run.engine.requests
+    assert np.isfinite(t.finish_s).all()
+    assert (t.first_token_s >= t.arrival_s).all() and (t.finish_s >= t.first_token_s).all()
+    assert run.requests_per_s > 0
+
+
+def test_clock_jumps_match_iteration_by_iteration():
+    s = spec(rate=30.0, count=200, dist="exponential")
+    rep = build(s)
+    reqs = requests(s.load, 200, 30.0)
+    fast = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens).run(reqs)
+    slow = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens,
+                         jump=False).run(reqs)
+    assert fast.iterations == slow.iterations
+    assert fast.steps < slow.steps / 2
+    np.testing.assert_allclose(fast.requests.finish_s, slow.requests.finish_s, rtol=2e-3)
+
+
+def test_higher_rate_raises_ttft_and_the_queue_grows_past_saturation():
+    s = spec(count=300)
+    rep = build(s)
+    ceiling = simulate(s, rep, offline=True).requests_per_s
+    p99 = [simulate(s, rep, rate_per_s=f * ceiling).ttft_s.p99 for f in (0.2, 0.5, 0.8, 1.5)]
+    assert all(a <= b for a, b in zip(p99, p99[1:]))
+    over = [simulate(s, rep, rate_per_s=1.5 * ceiling, count=n).ttft_s.p99 for n in (300, 600)]
+    assert over[1] > 1.6 * over[0]
+
+
+def test_fp8_raises_offline_throughput_on_h100_and_is_refused_on_a100():
+    bf16 = spec(model="llama3-70b", tensor=4, count=600)
+    fp8 = spec(model="llama3-70b", precision="fp8", kv="fp8", tensor=4, count=600)
+    assert (simulate(fp8, build(fp8)).output_tokens_per_s
+            > 1.3 * simulate(bf16, build(bf16)).output_tokens_per_s)
+    with pytest.raises(ScenarioError, match="serving.precision"):
+        build(fp8, node="dgx-a100-80gb")
+    with pytest.raises(ScenarioError, match="serving.kv_cache"):
+        build(spec(kv="fp8"), node="dgx-a100-80gb")
+
+
+def test_a_1g_slice_is_at_least_five_times_slower_on_prefill():
+    whole = build(spec(), node="dgx-a100-80gb")
+    part = build(spec(mig="1g.10gb", model="llama3-8b", precision="int4"), node="dgx-a100-80gb")
+    whole16 = build(spec(precision="int4"), node="dgx-a100-80gb")
+    prefill = Batch(prefill_tokens=4096, prefill_pairs=4096 * 2048.5, prefill_done=1)
+    assert part.iteration.time_s(prefill) >= 5 * whole16.iteration.time_s(prefill)
+    assert whole.memory.kv_capacity_tokens > 0
+
+
+def test_mig_slice_is_its_share_of_the_gpu():
+    gpu = gpu_spec("h100-sxm")
+    p = mig_profile(gpu, "3g.40gb")
+    s = slice_gpu(gpu, p)
+    assert (p.compute_slices, p.memory_slices, p.instances) == (3, 4, 2)
+    assert s.peak("bf16") == pytest.approx(gpu.peak("bf16") * 3 / 7)
+    assert s.memory_bytes == pytest.approx(gpu.memory_bytes / 2)
+    assert s.memory_Bps == pytest.approx(gpu.memory_Bps / 2)
+    assert 7 * slice_gpu(gpu, mig_profile(gpu, "1g.10gb")).tdp_w == pytest.approx(gpu.tdp_w)
+    with pytest.raises(ScenarioError, match="did you mean '1g.10gb'"):
+        mig_profile(gpu, "1g.10gbb")
+    with pytest.raises(ScenarioError, match="no MIG"):
+        mig_profile(gpu_spec("l4"), "1g.10gb")
+
+
+def test_seven_slices_fill_one_gpu_per_replica_count():
+    s = spec(mig="1g.10gb", precision="int4", replicas=None)
+    rep = build(s)
+    assert rep.replicas == 56 and rep.gpus_used == 8
+
+
+def test_gh200_with_grace_offload_holds_more_sequences_than_h100():
+    long = dict(model="llama3-70b", precision="fp8", kv="fp8", count=400, isl=4096, osl=1024,
+                engine=EngineSpec(max_batch=1024))
+    h100 = build(spec(**long))
+    gh = build(spec(**{**long, "engine": EngineSpec(max_batch=1024, offload="grace")}), node="gh200-144gb-1")
+    assert gh.memory.kv_capacity_tokens > 4 * h100.memory.kv_capacity_tokens
+    run_h = simulate(spec(**long), h100)
+    run_g = simulate(spec(**{**long, "engine": EngineSpec(max_batch=1024, offload="grace")}), gh)
+    assert run_g.engine.max_running > 4 * run_h.engine.max_running
+    with pytest.raises(ScenarioError, match="offload"):
+        build(spec(engine=EngineSpec(offload="grace")))
+
+
+def test_max_utilization_preempts_and_recomputes_when_blocks_run_out():
+    small = EngineSpec(scheduler="max_utilization", max_batch=512, kv_memory_fraction=0.02)
+    s = spec(count=300, isl=1024, osl=1024, engine=small)
+    rep = build(s)
+    run = simulate(s, rep)
+    assert run.engine.preemptions > 0
+    assert np.isfinite(run.engine.requests.finish_s).all()
+    reserved = simulate(replace(s, engine=replace(small, scheduler="no_evict")), rep)
+    assert reserved.engine.preemptions == 0
+    assert run.engine.max_running > reserved.engine.max_running
+
+
+def test_capacity_holds_the_slo_and_sizes_the_deployment():
+    s = spec(count=300, slo=SLOSpec(ttft_p99_s=1.0, tpot_p99_s=0.05))
+    rep = build(s)
+    cap = capacity(s, rep)
+    assert 0 < cap.rate_per_s < cap.offline_requests_per_s
+    at = simulate(s, rep, rate_per_s=cap.rate_per_s)
+    assert at.slo_met
+    size = sizing(cap.per_replica_rate_per_s, rep.devices, 1, 10 * cap.rate_per_s)
+    assert size.replicas == 10 and size.gpus == 10
+
+
+def test_tensor_parallel_over_nvlink_domain_beats_infiniband():
+    s = spec(model="llama3-70b", precision="fp8", kv="fp8", tensor=8)
+    domain = build(s, node="gh200-nvl32")
+    separate = build(s, node="gh200-144gb-1", nodes=8)
+    decode = Batch(decode_seqs=64, decode_context=64 * 1024.0)
+    assert domain.iteration.time_s(decode) < 0.8 * separate.iteration.time_s(decode)

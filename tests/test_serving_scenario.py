@@ -1,0 +1,214 @@
+"""Serving scenarios end to end: the serving: section, its one-line errors, the API's answers, the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from twin.api import capacity, gpus_for_rate, parse_scenario, simulate
+from twin.errors import ScenarioError
+from twin.units import JOULES_PER_KWH
+
+SERVING = {
+    "name": "8B on one H100",
+    "cluster": {"node": "dgx-h100", "nodes": 1},
+    "site": {"country": "FR", "pue": 1.25, "compare": ["DE"]},
+    "serving": {
+        "model": "llama3-8b", "precision": "fp8", "parallelism": {"tensor": 1}, "replicas": 1,
+        "load": {"rate": "10/s", "requests": 300, "input_tokens": {"mean": 512},
+                 "output_tokens": {"mean": 128, "distribution": "exponential", "max": 512}},
+        "slo": {"ttft_p99": "1 s", "tpot_p99": "50 ms"},
+    },
+}
+
+
+def scenario(**changes):
+    """SERVING with dotted keys replaced ('serving.mig': '1g.10gb'); a None value removes the key."""
+    data = copy.deepcopy(SERVING)
+    for dotted, value in changes.items():
+        node = data
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return data
+
+
+def answer(**changes):
+    return simulate(parse_scenario(scenario(**changes)))
+
+
+# -- the section and its errors ----------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, key, needle", [
+    ({"serving.model": "llama3-8bb"}, "serving.model", "did you mean 'llama3-8b'"),
+    ({"serving.precision": "fp4"}, "serving.precision", "fp4"),
+    ({"serving.load.rate": "10/x"}, "serving.load.rate", "unknown unit"),
+    ({"serving.load.rate": "0/s"}, "serving.load.rate", "above 0/s"),
+    ({"serving.slo.ttft_p99": "2 h"}, "serving.slo.ttft_p99", "up to 1 h"),
+    ({"serving.load.input_tokens": {"mean": 512, "max": 100}}, "serving.load.input_tokens", "below mean"),
+    ({"serving.load.input_tokens": {"mean": 512, "sigma": 0.5}}, "serving.load.input_tokens", "lognormal"),
+    ({"serving.load.prefix_tokens": 600}, "serving.load", "prefix_tokens"),
+    ({"serving.engine.schedulr": "no_evict"}, "serving.engine.schedulr", "did you mean 'scheduler'"),
+    ({"serving.compare": [{"node": "dgx-h10"}]}, "serving.compare[0].node", "did you mean 'dgx-h100'"),
+    ({"training": {"model": "llama3-8b", "tokens": "1B", "seq_len": 4096, "global_batch": 8}}, "",
+     "one workload"),
+    ({"failures": {"enabled": True}}, "failures.enabled", "serving"),
+])
+def test_bad_sections_name_their_key(changes, key, needle):
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(scenario(**changes))
+    assert str(err.value).startswith(key) and needle in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("changes, key, needle", [
+    ({"cluster.node": "dgx-a100-80gb"}, "serving.precision", "lacks"),                       # no FP8 on A100
+    ({"serving.precision": "bf16", "serving.kv_cache": "fp8", "cluster.node": "dgx-a100-80gb"},
+     "serving.kv_cache", "FP8"),
+    ({"serving.mig": "1g.10gbb"}, "serving.mig", "did you mean '1g.10gb'"),                  # profile of the H100
+    ({"serving.mig": "1g.10gb", "cluster.node": "l4-server"}, "serving.mig", "no MIG"),
+    ({"serving.parallelism": {"tensor": 3}}, "serving.parallelism.tensor", "does not divide"),
+    ({"serving.parallelism": {"tensor": 2}, "serving.mig": "1g.10gb"}, "serving.parallelism", "MIG"),
+    ({"serving.replicas": 9}, "serving.replicas", "the cluster has 8"),
+    ({"serving.engine": {"offload": "grace"}}, "serving.engine.offload", "Grace"),
+    ({"serving.compare": [{"node": "l4-server", "mig": "1g.10gb"}]}, "serving.compare[0].mig", "no MIG"),
+    ({"cluster.node": "gh200-144gb-1", "serving.engine": {"offload": "grace"},
+      "serving.compare": [{"node": "dgx-h100"}]}, "serving.compare[0].offload", "offload: none"),
+])
+def test_rules_across_keys_and_hardware_name_their_key(changes, key, needle):
+    with pytest.raises(ScenarioError) as err:
+        answer(**changes)
+    assert str(err.value).startswith(key + ":") and needle in str(err.value), str(err.value)
+
+
+# -- the answer ---------------------------------------------------------------------------------
+
+def test_the_record_holds_the_documented_keys_and_is_deterministic():
+    a, b = answer().to_json(), answer().to_json()
+    assert a == b
+    r = json.loads(a)
+    assert r["workload"] == "serving"
+    for key in ("requests_per_s", "output_tokens_per_s", "tokens_per_s", "kv_cache_capacity_tokens",
+                "memory_per_gpu_bytes", "memory_fits", "gpus_used", "avg_power_it_w", "slo_met",
+                "energy_per_million_output_tokens_kwh"):
+        assert r[key] is not None, key
+    for key in ("ttft_s", "tpot_s", "e2e_latency_s"):
+        p = r[key]
+        assert 0 < p["p50"] <= p["p90"] <= p["p99"], key
+    for key in ("cost_per_million_output_tokens_eur", "carbon_per_million_output_tokens_kg"):
+        assert set(r[key]) == {"FR", "DE"}
+    assert r["tokens_per_s"] > r["output_tokens_per_s"]
+    assert r["gpus_used"] == 1 and r["gpus_total"] == 8
+
+
+def test_per_million_figures_follow_power_and_throughput():
+    """energy = IT power × 10⁶ / output tokens/s × PUE; carbon = energy × intensity; cost = energy × price."""
+    r = answer(**{"site.electricity_price": "0.20 EUR/kWh", "site.carbon_intensity": "100 g/kWh"}).to_dict()
+    it_kwh = r["avg_power_it_w"] * 1e6 / r["output_tokens_per_s"] / JOULES_PER_KWH
+    assert r["energy_per_million_output_tokens_it_kwh"] == pytest.approx(it_kwh)
+    assert r["energy_per_million_output_tokens_kwh"] == pytest.approx(it_kwh * 1.25)
+    facility = r["energy_per_million_output_tokens_kwh"]
+    assert r["carbon_per_million_output_tokens_kg"]["FR"] == pytest.approx(facility * 0.1)
+    assert r["cost_per_million_output_tokens_eur"]["FR"] == pytest.approx(facility * 0.20)
+
+
+def test_gpu_rental_adds_gpu_hours_per_million_tokens():
+    r = answer(**{"site.gpu_hour_price": "3 EUR/GPU-h", "site.electricity_price": "0 EUR/kWh"}).to_dict()
+    hours = 1e6 / r["output_tokens_per_s"] / 3600 * r["gpus_used"]
+    assert r["cost_per_million_output_tokens_eur"]["FR"] == pytest.approx(3 * hours)
+
+
+def test_seven_mig_replicas_occupy_one_gpu_and_draw_less_than_it():
+    r = answer(**{"serving.mig": "1g.10gb", "serving.precision": "int4", "serving.replicas": 7}).to_dict()
+    assert r["memory_fits"] and r["gpus_used"] == 1 and r["deployment"]["instances_used"] == 7
+    assert r["memory_capacity_bytes"] == pytest.approx(80 * 2**30 / 8)
+    assert r["power"]["gpu_avg_w"] * 7 <= 700
+
+
+def test_a_model_that_does_not_fit_is_explained_not_a_crash():
+    r = answer(**{"cluster.node": "l4-server", "serving.model": "llama3-70b"}).to_dict()
+    assert r["memory_fits"] is False and r["requests_per_s"] is None and r["slo_met"] is False
+    warning = next(w for w in r["warnings"] if "does not fit" in w)
+    assert "over" in warning and "tensor 8 would fit" in warning
+
+
+def test_a_request_longer_than_the_kv_cache_is_explained():
+    r = answer(**{"serving.load.input_tokens": {"mean": 100_000}, "serving.mig": "1g.10gb",
+                  "serving.precision": "int4"}).to_dict()
+    assert r["memory_fits"] is False
+    assert any("longer" in w or "less than the longest request" in w for w in r["warnings"])
+
+
+def test_compared_deployments_inherit_what_they_do_not_write():
+    r = answer(**{"serving.compare": [{"parallelism": {"tensor": 2}}, {"node": "l4-server", "replicas": 8}]})
+    tp2, l4 = r.alternatives
+    assert (tp2.tensor, tp2.precision, tp2.node) == (2, "fp8", "dgx-h100")
+    assert (l4.node, l4.gpus_used, l4.replicas, l4.tensor) == ("l4-server", 8, 8, 1)
+    no_mig = answer(**{"serving.mig": "1g.20gb", "serving.compare": [{"mig": None}]}).alternatives[0]
+    assert no_mig.mig is None and no_mig.memory.hbm_bytes == pytest.approx(80 * 2**30)
+
+
+def test_capacity_is_within_the_slo_and_sizes_a_target():
+    sc = parse_scenario(scenario())
+    cap = capacity(sc, target_rate_per_s=100.0).to_dict()
+    assert 0 < cap["per_replica_rate_per_s"]
+    assert all(p["slo_met"] for p in cap["sweep"] if p["rate_per_s"] <= cap["rate_per_s"])
+    replicas = math.ceil(100.0 / cap["per_replica_rate_per_s"])
+    assert cap["target"]["replicas"] == replicas and cap["target"]["gpus"] == replicas
+    assert gpus_for_rate(cap, 100.0).gpus == replicas
+    mig = capacity(parse_scenario(scenario(**{"serving.mig": "1g.20gb"})), 100.0).to_dict()
+    assert mig["target"]["gpus"] == math.ceil(mig["target"]["devices"] / 4)
+    assert mig["per_gpu_rate_per_s"] == pytest.approx(4 * mig["per_replica_rate_per_s"])
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def twin(*args):
+    return subprocess.run([sys.executable, "-m", "twin", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+def test_run_prints_a_serving_summary_and_json(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario(**{"serving.compare": [{"name": "two ranks", "parallelism":
+                                                                    {"tensor": 2}}]})), encoding="utf-8")
+    out = twin("run", str(path))
+    assert out.returncode == 0, out.stderr
+    for needle in ("TTFT", "TPOT", "requests/s", "output tokens/s", "kWh", "kg CO2e", "EUR", "two ranks", "SLO"):
+        assert needle in out.stdout
+    record = json.loads(twin("run", str(path), "--json").stdout)
+    assert record["workload"] == "serving" and record["alternatives"][0]["label"] == "two ranks"
+
+
+def test_capacity_command(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario()), encoding="utf-8")
+    out = twin("capacity", str(path), "--rate", "3000/min", "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["target"]["target_rate_per_s"] == pytest.approx(50.0)
+    text = twin("capacity", str(path), "--rate", "50/s")
+    assert text.returncode == 0 and "for 50 requests/s" in text.stdout and "GPUs" in text.stdout
+    bad = twin("capacity", str(path), "--rate", "fast")
+    assert bad.returncode == 2 and bad.stderr.startswith("twin: error: --rate:") and bad.stderr.count("\n") == 1
+    training = twin("capacity", "scenarios/superpod.yaml")
+    assert training.returncode == 2 and "serving" in training.stderr
+
+
+@pytest.mark.parametrize("name", ["serve-llama70b-h100.yaml", "serve-8b-l4-vs-mig.yaml", "serve-gh200.yaml"])
+def test_shipped_serving_scenarios_run(name):
+    out = twin("run", f"scenarios/{name}", "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["memory_fits"] and record["alternatives"]

@@ -1,0 +1,202 @@
+"""Level 2s: the time of one engine iteration from the operator model.
+
+An iteration runs every decoding sequence one token forward and the scheduled prefill
+chunks, all through every layer at once (in-flight batching). On one GPU of a
+replica (tensor parallelism ``t``) a layer costs:
+
+- GEMMs (QKV, output, FFN in and out; MoE experts by expected use): the roofline of
+  ``OperatorModel.matmul_s`` over the iteration's ``m`` tokens. Few tokens make a GEMM
+  read its whole weight matrix for little arithmetic (decode is memory-bound); many
+  make it compute-bound (prefill). The batch size sets the arithmetic intensity.
+- attention: decode reads every decoding sequence's K and V (``decode_context``
+  tokens) from HBM, or from Grace memory over NVLink-C2C for the part that spilled;
+  prefill chunks do ``4 · heads/t · head_dim`` FLOPs per query-key pair of causal
+  attention (FlashAttention) and read the KV of their earlier chunks.
+- memory-bound kernels (norms, residual adds, activation function) per token
+  (``stage_costs.elementwise_bytes``, fused kernels);
+- two tensor-parallel all-reduces of ``m · h`` 16-bit activations
+  (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it).
+
+The last stage adds the LM head for every sequence that emits a token (16-bit
+weights). With ``p`` pipeline stages the batch runs as ``p`` micro-batches that keep
+every stage busy: an iteration takes ``p`` stage-times of a micro-batch plus the
+stage-to-stage sends. Each iteration adds ``iteration_overhead_s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from twin.calibration import ServingEfficiency
+from twin.engine.operators import OperatorModel
+from twin.engine.stage_costs import elementwise_bytes
+from twin.network.collectives import CommModel
+from twin.serving.kv_cache import UNQUANTISED_BYTES, MemoryPlan
+from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES
+from twin.workload.model import ModelSpec
+from twin.workload.placement import GroupShape
+from twin.workload.plan import stage_layers
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One iteration's work on one replica."""
+    decode_seqs: int = 0           # sequences emitting one token each
+    decode_context: float = 0.0    # Σ tokens already in their KV caches
+    prefill_tokens: int = 0        # prompt tokens of the scheduled prefill chunks
+    prefill_pairs: float = 0.0     # Σ query-key pairs of the chunks' causal attention
+    prefill_context: float = 0.0   # Σ tokens of earlier chunks the chunks attend to
+    prefill_done: int = 0          # chunks that end their prompt (they emit the first token)
+
+    @property
+    def tokens(self) -> int:
+        return self.decode_seqs + self.prefill_tokens
+
+
+@dataclass(frozen=True)
+class IterationTime:
+    total_s: float
+    compute_s: float               # of which compute-bound work (GEMMs past their ridge, prefill attention)
+    memory_s: float                # of which memory-bound work (weight and KV streaming, elementwise)
+    comm_s: float                  # of which tensor- and pipeline-parallel communication
+    overhead_s: float
+
+
+@dataclass(frozen=True, eq=False)
+class IterationModel:
+    model: ModelSpec
+    ops: OperatorModel             # at the GEMM precision, with the serving efficiencies
+    head_ops: OperatorModel        # the 16-bit LM head
+    comm: CommModel
+    tensor: GroupShape
+    pipeline: GroupShape
+    memory: MemoryPlan
+    kv_precision: str
+    overhead_s: float
+    host_memory_Bps: float         # Grace memory read over C2C (0 without)
+    _cache: dict = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def stages(self) -> int:
+        return self.pipeline.ranks
+
+    def time(self, batch: Batch, kv_spilled: float = 0.0) -> IterationTime:
+        """One iteration; ``kv_spilled`` is the share of the KV cache that lives in Grace memory."""
+        p = self.stages
+        micro = _split(batch, p)
+        compute, memory, comm = self._stage(micro, kv_spilled)
+        p2p = 0.0
+        if p > 1:
+            p2p = p * self.comm.send_recv_s(micro.tokens * self.model.hidden * UNQUANTISED_BYTES, self.pipeline)
+        return IterationTime(p * (compute + memory + comm) + p2p + self.overhead_s,
+                             p * compute, p * memory, p * comm + p2p, self.overhead_s)
+
+    def time_s(self, batch: Batch, kv_spilled: float = 0.0) -> float:
+        return self.time(batch, kv_spilled).total_s
+
+    # -- one stage, one micro-batch -----------------------------------------------------------
+    def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float]:
+        m = self.model
+        layers = max(stage_layers(m.layers, self.stages))
+        g_c, g_m = self._gemms(b.tokens)
+        a_c, a_m = self._attention(b, kv_spilled)
+        e_m = self._elementwise(b.tokens)
+        tp = 2 * self._all_reduce(b.tokens)
+        emits = b.decode_seqs + b.prefill_done
+        head = self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden) if emits else 0.0
+        spill = self._weight_spill_s()
+        return layers * (g_c + a_c), layers * (g_m + a_m + e_m + spill) + head, layers * tp
+
+    def _gemms(self, tokens: int) -> tuple[float, float]:
+        """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
+        key = ("gemm", tokens)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        m, ops, t = self.model, self.ops, self.tensor.ranks
+        h, f = m.hidden, m.ffn_hidden
+        shapes = [(tokens, (h + 2 * m.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0)]
+        ffn_in = (m.ffn_matrices - 1) * f / t
+        if m.is_moe:
+            used = m.experts * (1.0 - (1.0 - m.top_k / m.experts) ** tokens)   # experts any token picks
+            per_expert = tokens * m.top_k / used
+            shapes += [(tokens, m.experts, h, 1.0), (per_expert, ffn_in, h, used), (per_expert, h, f / t, used)]
+        else:
+            shapes += [(tokens, ffn_in, h, 1.0), (tokens, h, f / t, 1.0)]
+        compute = memory = 0.0
+        for rows, n, k, count in shapes:
+            s = ops.matmul_s(rows, n, k, count)
+            if 2.0 * rows * n * k * count / ops.matmul_flops >= s * (1 - 1e-9):
+                compute += s
+            else:
+                memory += s
+        self._cache[key] = (compute, memory)
+        return compute, memory
+
+    def _attention(self, b: Batch, kv_spilled: float) -> tuple[float, float]:
+        """(compute-bound, memory-bound) seconds of one layer's attention."""
+        m, ops, t = self.model, self.ops, self.tensor.ranks
+        heads = m.heads / t
+        kv_per_token = 2.0 * max(1.0, m.kv_heads / t) * m.head_dim * KV_BYTES[self.kv_precision]
+        flops_per_pair = 4.0 * heads * m.head_dim
+        read = (b.decode_context + b.prefill_context) * kv_per_token
+        read_s = self._read_s(read, kv_spilled)
+        decode_flops_s = ops.attention_s(flops_per_pair * b.decode_context) if b.decode_context else 0.0
+        prefill_s = ops.attention_s(flops_per_pair * b.prefill_pairs) if b.prefill_pairs else 0.0
+        if decode_flops_s > read_s:
+            return prefill_s + decode_flops_s, 0.0
+        return prefill_s, read_s
+
+    def _read_s(self, bytes_read: float, spilled: float) -> float:
+        """KV bytes streamed from HBM, and the spilled share from Grace memory over C2C."""
+        if bytes_read <= 0:
+            return 0.0
+        hbm = self.ops.memory_s(bytes_read * (1.0 - spilled))
+        if spilled <= 0 or self.host_memory_Bps <= 0:
+            return hbm
+        return hbm + bytes_read * spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
+
+    def _elementwise(self, tokens: int) -> float:
+        m = self.model
+        per_hidden, per_ffn = elementwise_bytes(m.norm, m.activation, "fused", False)
+        per_token = per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
+        return self.ops.memory_s(tokens * per_token)
+
+    def _all_reduce(self, tokens: int) -> float:
+        key = ("ar", tokens)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self.comm.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES, self.tensor)
+            self._cache[key] = hit
+        return hit
+
+    def _weight_spill_s(self) -> float:
+        """Extra time per layer to read the layer's share of weights held in Grace memory."""
+        spilled = self.memory.weights_spilled_bytes
+        if spilled <= 0 or self.host_memory_Bps <= 0:
+            return 0.0
+        layers = max(stage_layers(self.model.layers, self.stages))
+        per_layer = spilled / layers
+        eff = self.ops.efficiency.memory
+        return per_layer / (self.host_memory_Bps * eff) - per_layer / (self.ops.gpu.memory_Bps * eff)
+
+
+def _split(batch: Batch, parts: int) -> Batch:
+    """One of ``parts`` equal micro-batches."""
+    if parts == 1:
+        return batch
+    return Batch(-(-batch.decode_seqs // parts), batch.decode_context / parts, -(-batch.prefill_tokens // parts),
+                 batch.prefill_pairs / parts, batch.prefill_context / parts, -(-batch.prefill_done // parts))
+
+
+def iteration_model(model: ModelSpec, gpu, precision: str, kv_precision: str, comm: CommModel,
+                    tensor: GroupShape, pipeline: GroupShape, memory: MemoryPlan,
+                    efficiency: ServingEfficiency, training_efficiency) -> IterationModel:
+    """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance)."""
+    eff = efficiency.operator_efficiency(training_efficiency)
+    gemm = GEMM_PRECISION[precision]
+    weight = WEIGHT_BYTES[precision] if precision == "int4" else None
+    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False)
+    head_ops = replace(ops, precision="fp16" if gemm == "fp16" else "bf16", weight_bytes=None)
+    return IterationModel(model, ops, head_ops, comm, tensor, pipeline, memory, kv_precision,
+                          efficiency.iteration_overhead_s, gpu.host_memory_Bps)

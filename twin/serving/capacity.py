@@ -1,0 +1,98 @@
+"""Level 4s: the highest arrival rate a deployment sustains within its SLO, and the GPUs a target rate needs.
+
+The bisection runs the request-level engine at trial rates between 0 and the
+deployment's saturated throughput (its steady state with the queue never empty): no
+higher rate is sustained, since the queue, hence TTFT, then grows without bound,
+although a finite run of ``load.requests`` requests may not show it yet. Below it a
+rate is sustained when the SLO holds (p99 TTFT and p99 TPOT within their targets).
+Without an SLO the capacity is the saturated throughput itself. Requests, their lengths
+and the uniform draws behind the arrivals are the same at every trial rate (only the
+time scale changes), so the answer is monotone in the rate. With Grace offload a
+saturated engine admits more sequences than HBM holds and runs slower than at moderate
+load, so the bound is conservative there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.serving.deployment import Replica, ServingRun, ServingSpec, simulate
+
+# Bisection stops when the bracket is this narrow relative to the rate.
+RELATIVE_TOLERANCE = 0.01
+# Full batches of requests the saturated-throughput run queues at least (several generations
+# of sequences pass through the engine, so ramp-up and drain are a small part of it).
+SATURATION_BATCHES = 8
+MAX_TRIALS = 20
+
+
+@dataclass(frozen=True)
+class Capacity:
+    per_replica_rate_per_s: float       # highest sustained arrival rate of one replica
+    rate_per_s: float                   # of the whole deployment
+    offline_requests_per_s: float       # the deployment's saturated throughput (``saturated_rate_per_s``)
+    sweep: tuple[ServingRun, ...]       # every trial, by rate
+    slo_bound: bool                     # False when the scenario sets no SLO
+
+
+@dataclass(frozen=True)
+class Sizing:
+    target_rate_per_s: float
+    replicas: int
+    devices: int                        # GPUs, or MIG instances
+    gpus: int                           # physical GPUs
+
+
+def saturated_rate_per_s(spec: ServingSpec, rep: Replica) -> float:
+    """The deployment's steady-state throughput with its queue never empty (requests/s).
+
+    Every request is queued at t = 0 (at least ``SATURATION_BATCHES`` full batches of them, so
+    that the engine runs full for several generations of sequences); the rate is counted between
+    the 10th and the 90th percentile of completion times, leaving out the ramp-up and the drain.
+    """
+    count = max(spec.load.requests, SATURATION_BATCHES * spec.engine.max_batch)
+    run = simulate(spec, rep, offline=True, count=count)
+    done = np.sort(run.engine.requests.finish_s)
+    first, last = int(0.1 * len(done)), int(0.9 * len(done)) - 1
+    span = done[last] - done[first]
+    if span <= 0:                              # completions in lock-step (fixed lengths): the whole run
+        return run.requests_per_s
+    return float(rep.replicas * (last - first) / span)
+
+
+def capacity(spec: ServingSpec, rep: Replica, grid: tuple[float, ...] = ()) -> Capacity:
+    """Bisection over the arrival rate between 0 and the saturated throughput; ``grid`` adds trial
+    rates at these fractions of the saturated throughput (a sweep to draw)."""
+    ceiling = saturated_rate_per_s(spec, rep)
+    if not spec.slo.any:
+        return Capacity(ceiling / rep.replicas, ceiling, ceiling, (), False)
+    runs = [simulate(spec, rep, rate_per_s=f * ceiling) for f in grid if f > 0]
+    low = max((r.rate_per_s for r in runs if r.slo_met and r.rate_per_s < ceiling), default=0.0)
+    high = min((r.rate_per_s for r in runs if r.rate_per_s > low and not (r.slo_met and r.rate_per_s < ceiling)),
+               default=ceiling)
+    for _ in range(MAX_TRIALS):
+        if high - low <= RELATIVE_TOLERANCE * high:
+            break
+        rate = (low + high) / 2
+        run = simulate(spec, rep, rate_per_s=rate)
+        runs.append(run)
+        if run.slo_met:
+            low = rate
+        else:
+            high = rate
+    runs.sort(key=lambda r: r.rate_per_s or 0.0)
+    return Capacity(low / rep.replicas, low, ceiling, tuple(runs), True)
+
+
+def sizing(per_replica_rate_per_s: float, devices_per_replica: int, instances_per_gpu: int,
+           target_rate_per_s: float) -> Sizing:
+    """Replicas, devices and physical GPUs to serve ``target_rate_per_s`` within the SLO: ⌈target ÷ the
+    replica's capacity⌉ replicas, their GPUs or MIG instances packed onto whole GPUs."""
+    if per_replica_rate_per_s <= 0:
+        return Sizing(target_rate_per_s, 0, 0, 0)
+    replicas = math.ceil(target_rate_per_s / per_replica_rate_per_s - 1e-9)
+    devices = replicas * devices_per_replica
+    return Sizing(target_rate_per_s, replicas, devices, math.ceil(devices / instances_per_gpu))

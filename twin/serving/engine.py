@@ -1,0 +1,353 @@
+"""Level 3s: requests over time on one replica, a SimPy discrete-event simulation.
+
+Like vLLM's and TensorRT-LLM's in-flight batching, the engine runs iteration after
+iteration. Before each one it admits waiting requests (first come, first served)
+while the batch has room (``max_batch``) and the paged KV cache has free blocks,
+then schedules every decoding sequence (one token each) and prefill chunks up to
+``max_tokens_in_flight`` tokens (with ``chunked_prefill``, a long prompt is cut into
+chunks; without, a prompt runs whole). The iteration's time comes from level 2s
+(``batching.IterationModel``).
+
+KV admission (``scheduler``):
+- ``no_evict`` (TensorRT-LLM's GUARANTEED_NO_EVICT): a request is admitted only when
+  blocks for its whole sequence (prompt + requested output) are free; nothing is
+  ever evicted.
+- ``max_utilization`` (vLLM's default): blocks for the prompt are enough; decode
+  allocates blocks as sequences grow, and when none is free the most recently
+  admitted sequences are preempted: their blocks are freed and they go back to the
+  head of the queue to recompute their prompt and the tokens they had produced.
+
+Cost grows with the number of distinct batch compositions, not with tokens: while
+no request arrives that could be admitted, no prefill is pending, no sequence ends
+and no block runs out, every iteration decodes the same sequences, one token longer
+each time. The iteration time is affine in the KV context, so the engine jumps the
+clock over all those iterations at once (the sum of an arithmetic series).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from twin.serving.batching import Batch, IterationModel
+from twin.serving.load import Requests
+from twin.serving.specs import EngineSpec
+
+
+@dataclass(frozen=True)
+class RequestTimes:
+    """Per request, in arrival order (NaN where a request never got that far)."""
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What one replica did."""
+    requests: RequestTimes
+    makespan_s: float              # from the first arrival to the last completion
+    iterations: int                # engine iterations simulated
+    steps: int                     # clock advances (iterations, or jumps over many)
+    busy_s: float                  # time with an iteration running
+    compute_s: float               # of which compute-bound work
+    memory_s: float                # of which memory-bound work
+    comm_s: float                  # of which communication
+    preemptions: int
+    max_running: int               # most sequences in flight at once
+    kv_peak_tokens: int
+
+
+class _Seq:
+    __slots__ = ("index", "prompt", "output", "done_prompt", "base", "blocks", "order", "produced")
+
+    def __init__(self, index: int, prompt: int, output: int, order: int):
+        self.index = index
+        self.prompt = prompt          # tokens to prefill (the prompt, plus produced tokens after a preemption)
+        self.output = output          # tokens to produce in all
+        self.done_prompt = 0
+        self.base = 0                 # decode length = base + the engine's decode counter
+        self.blocks = 0
+        self.order = order            # admission order (preemption takes the newest)
+        self.produced = 0             # tokens produced before the current prefill (recompute after preemption)
+
+
+class ReplicaEngine:
+    """One replica serving a stream of requests."""
+
+    def __init__(self, iteration: IterationModel, engine: EngineSpec, kv_blocks: int, kv_hbm_tokens: int,
+                 shared_prefix_tokens: int = 0, jump: bool = True):
+        self.jump = jump                  # False: one clock advance per iteration (the reference the jumps match)
+        self.it = iteration
+        self.spec = engine
+        self.kv_blocks = kv_blocks
+        self.kv_hbm_tokens = kv_hbm_tokens
+        self.prefix = shared_prefix_tokens if engine.prefix_cache else 0
+
+    # -- blocks --------------------------------------------------------------------------------
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-max(0, tokens - self.prefix) // self.spec.block_tokens)
+
+    def run(self, reqs: Requests) -> EngineRun:
+        env = simpy.Environment()
+        state = _State(self, reqs)
+        env.process(state.arrivals(env))
+        env.process(state.serve(env))
+        env.run()
+        return state.result()
+
+
+class _State:
+    """The mutable state of one run (queues, blocks, counters)."""
+
+    def __init__(self, engine: ReplicaEngine, reqs: Requests):
+        self.e = engine
+        self.reqs = reqs
+        n = len(reqs)
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.waiting: list[_Seq] = []            # FIFO; preempted sequences go back to the head
+        self.head = 0                            # index of the first waiting sequence in ``waiting``
+        self.prefilling: list[_Seq] = []
+        self.decoding: dict[int, _Seq] = {}
+        self.ends: list[tuple[int, int]] = []    # heap of (decode counter at which a sequence ends, index)
+        self.counter = 0                         # decode iterations so far (every decoding sequence grew by one)
+        self.base_sum = 0                        # Σ base of decoding sequences
+        self.free_blocks = engine.kv_blocks
+        self.arrived = 0
+        self.order = 0
+        self.wake: simpy.Event | None = None
+        self.iterations = self.steps = self.preemptions = self.max_running = 0
+        self.busy_s = self.compute_s = self.memory_s = self.comm_s = 0.0
+        self.kv_peak = 0
+        if engine.prefix:                         # the shared prefix's blocks are held once
+            prefix_blocks = -(-engine.prefix // engine.spec.block_tokens)
+            self.free_blocks -= prefix_blocks
+
+    # -- processes -----------------------------------------------------------------------------
+    def arrivals(self, env: simpy.Environment):
+        r = self.reqs
+        for i in range(len(r)):
+            delay = r.arrival_s[i] - env.now
+            if delay > 0:
+                yield env.timeout(delay)
+            self.waiting.append(_Seq(i, int(r.input_tokens[i]), int(r.output_tokens[i]), 0))
+            self.arrived += 1
+            if self.wake is not None and not self.wake.triggered:
+                self.wake.succeed()
+
+    def serve(self, env: simpy.Environment):
+        total = len(self.reqs)
+        done = 0
+        while done < total:
+            self._admit()
+            batch, chunks = self._schedule()
+            if batch.tokens == 0:
+                if self.head >= len(self.waiting) and self.arrived < total:
+                    self.wake = env.event()
+                    yield self.wake
+                    self.wake = None
+                    continue
+                if not self.decoding and not self.prefilling:
+                    raise RuntimeError("a request needs more KV blocks than the cache holds")
+            k = self._jump(env.now) if not chunks and self.e.jump else 1
+            duration = self._advance(batch, k)
+            yield env.timeout(duration)
+            done += self._finish(env.now, chunks)
+
+    # -- scheduling ----------------------------------------------------------------------------
+    def _need_blocks(self, s: _Seq) -> int:
+        if self.e.spec.scheduler == "no_evict":
+            return self.e._blocks_for(s.prompt + s.output - s.produced)   # the whole sequence, reserved up front
+        return self.e._blocks_for(s.prompt + 1)
+
+    def _admit(self) -> None:
+        spec = self.e.spec
+        while self.head < len(self.waiting):
+            if len(self.decoding) + len(self.prefilling) >= spec.max_batch:
+                return
+            s = self.waiting[self.head]
+            need = self._need_blocks(s)
+            if need > self.free_blocks:
+                return
+            self.free_blocks -= need
+            s.blocks = need
+            s.order = self.order
+            self.order += 1
+            s.done_prompt = min(self.e.prefix, s.prompt - 1) if self.e.prefix else 0
+            self.prefilling.append(s)
+            self.head += 1
+        if self.head > 1024:                    # drop the consumed part of the queue now and then
+            del self.waiting[:self.head]
+            self.head = 0
+
+    def _schedule(self) -> tuple[Batch, list[tuple[_Seq, int]]]:
+        spec = self.e.spec
+        n = len(self.decoding)
+        budget = spec.max_tokens_in_flight - n
+        chunks: list[tuple[_Seq, int]] = []
+        tokens = pairs = context = 0.0
+        done = 0
+        for s in self.prefilling:
+            left = s.prompt - s.done_prompt
+            if spec.chunked_prefill:
+                take = min(left, budget)
+            elif left <= budget or not chunks:
+                take = left
+            else:
+                take = 0
+            if take <= 0:
+                break
+            prior = s.done_prompt
+            chunks.append((s, take))
+            tokens += take
+            pairs += take * (prior + (take + 1) / 2.0)
+            context += prior
+            done += take == left
+            budget -= take
+        decode_context = self.base_sum + n * self.counter
+        return Batch(n, float(decode_context), int(tokens), pairs, context, done), chunks
+
+    def _spilled(self, kv_tokens: float) -> float:
+        hbm = self.e.kv_hbm_tokens
+        return 0.0 if kv_tokens <= hbm else (kv_tokens - hbm) / kv_tokens
+
+    def _jump(self, now: float) -> int:
+        """Decode-only iterations that keep the batch as it is."""
+        if not self.decoding:
+            return 1
+        k = self.ends[0][0] - self.counter                     # until the first sequence ends
+        room = len(self.decoding) + len(self.prefilling) < self.e.spec.max_batch
+        if self.head < len(self.waiting):
+            if room and self._need_blocks(self.waiting[self.head]) <= self.free_blocks:
+                return 1
+        elif self.arrived < len(self.reqs) and room and self.free_blocks > 0:
+            gap = self.reqs.arrival_s[self.arrived] - now       # until the next arrival, who may be admitted
+            t0 = self.e.it.time_s(self._decode_batch(0))
+            k = min(k, max(1, math.ceil(gap / t0)))
+        if self.e.spec.scheduler == "max_utilization":
+            k = min(k, self._block_horizon())
+        return max(1, k)
+
+    def _block_horizon(self) -> int:
+        """Iterations before a decoding sequence needs a block that is not free."""
+        bt = self.e.spec.block_tokens
+        n = len(self.decoding)
+        if self.free_blocks >= n:                # each sequence can take free // n more blocks
+            return bt * (self.free_blocks // n)
+        room = sorted(s.blocks * bt + self.e.prefix - (s.base + self.counter) for s in self.decoding.values())
+        return max(0, room[self.free_blocks])
+
+    def _decode_batch(self, ahead: int) -> Batch:
+        n = len(self.decoding)
+        return Batch(n, float(self.base_sum + n * (self.counter + ahead)))
+
+    # -- the clock -----------------------------------------------------------------------------
+    def _advance(self, batch: Batch, k: int) -> float:
+        """Run ``k`` iterations of ``batch`` (k > 1 only for decode-only batches); their total time."""
+        it = self.e.it
+        if self.e.spec.scheduler == "max_utilization" and self.decoding:
+            self._grow_blocks(k)
+            batch = Batch(len(self.decoding), float(self.base_sum + len(self.decoding) * self.counter),
+                          batch.prefill_tokens, batch.prefill_pairs, batch.prefill_context, batch.prefill_done)
+        kv_now = batch.decode_context + batch.prefill_context + batch.prefill_tokens
+        first = it.time(batch, self._spilled(kv_now))
+        if k == 1:
+            times = first
+            total = first.total_s
+        else:
+            last_batch = self._decode_batch(k - 1)
+            last = it.time(last_batch, self._spilled(last_batch.decode_context))
+            total = k * (first.total_s + last.total_s) / 2.0
+            times = last
+            scale = total / (first.total_s + last.total_s) if first.total_s + last.total_s > 0 else 0.0
+            self.compute_s += (first.compute_s + last.compute_s) * scale
+            self.memory_s += (first.memory_s + last.memory_s) * scale
+            self.comm_s += (first.comm_s + last.comm_s) * scale
+        if k == 1:
+            self.compute_s += times.compute_s
+            self.memory_s += times.memory_s
+            self.comm_s += times.comm_s
+        self.kv_peak = max(self.kv_peak, int(kv_now + k * len(self.decoding)))
+        self.max_running = max(self.max_running, len(self.decoding) + len(self.prefilling))
+        self.counter += k
+        self.iterations += k
+        self.steps += 1
+        self.busy_s += total
+        return total
+
+    def _grow_blocks(self, k: int) -> None:
+        """Allocate the blocks decode needs over ``k`` iterations, preempting the newest sequences if short."""
+        while len(self.decoding) > 1 and self._blocks_short(k) > self.free_blocks:
+            self._preempt_newest()
+        for s in self.decoding.values():
+            want = self.e._blocks_for(s.base + self.counter + k)
+            take = min(max(0, want - s.blocks), self.free_blocks)
+            self.free_blocks -= take
+            s.blocks += take
+
+    def _blocks_short(self, k: int) -> int:
+        return sum(max(0, self.e._blocks_for(s.base + self.counter + k) - s.blocks) for s in self.decoding.values())
+
+    def _preempt_newest(self) -> None:
+        """Free the newest sequence's blocks; it recomputes its prompt and its tokens so far later."""
+        s = max(self.decoding.values(), key=lambda q: q.order)
+        del self.decoding[s.index]
+        self.ends = [(g, i) for g, i in self.ends if i != s.index]
+        heapq.heapify(self.ends)
+        produced = s.produced + (s.base + self.counter) - s.prompt - 1
+        self.base_sum -= s.base
+        self.free_blocks += s.blocks
+        s.blocks = 0
+        s.prompt = int(self.reqs.input_tokens[s.index]) + produced
+        s.produced = produced
+        s.done_prompt = 0
+        self.waiting.insert(self.head, s)
+        self.preemptions += 1
+
+    def _finish(self, now: float, chunks: list[tuple[_Seq, int]]) -> int:
+        """Book the iteration's prefill progress and the sequences that ended; returns how many ended."""
+        ended = 0
+        for s, take in chunks:
+            s.done_prompt += take
+            if s.done_prompt < s.prompt:
+                continue
+            self.prefilling.remove(s)
+            if np.isnan(self.first[s.index]):
+                self.first[s.index] = now
+            s.produced += 1                        # the last prefill chunk emits a token
+            remaining = s.output - s.produced
+            s.base = s.prompt + 1 - self.counter
+            if remaining <= 0:
+                self._release(s, now)
+                ended += 1
+                continue
+            self.decoding[s.index] = s
+            self.base_sum += s.base
+            heapq.heappush(self.ends, (self.counter + remaining, s.index))
+        while self.ends and self.ends[0][0] <= self.counter:
+            _, i = heapq.heappop(self.ends)
+            s = self.decoding.pop(i)
+            self.base_sum -= s.base
+            self._release(s, now)
+            ended += 1
+        return ended
+
+    def _release(self, s: _Seq, now: float) -> None:
+        self.finish[s.index] = now
+        self.free_blocks += s.blocks
+        s.blocks = 0
+
+    def result(self) -> EngineRun:
+        r = self.reqs
+        start = float(r.arrival_s[0]) if len(r) else 0.0
+        makespan = float(np.nanmax(self.finish)) - start if len(r) else 0.0
+        times = RequestTimes(r.arrival_s, self.first, self.finish, r.input_tokens, r.output_tokens)
+        return EngineRun(times, makespan, self.iterations, self.steps, self.busy_s, self.compute_s, self.memory_s,
+                         self.comm_s, self.preemptions, self.max_running, self.kv_peak)

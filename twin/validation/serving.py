@@ -1,0 +1,169 @@
+"""Serving cases: published offline throughputs against the serving twin.
+
+``cases/serving/*.yaml`` hold rows of one source each: model, GPU, precision, tensor
+parallelism, input/output lengths, the published output tokens/s and the row's role
+(calibration rows are the ones ``benchmarks/calibrate_serving.py`` fits; check rows are
+never fitted). A row runs offline: every request queued at t = 0 on one replica of
+one node of the GPU's reference server, with the source's engine settings.
+
+``python -m twin validate`` reports them by group (``group_of``): the calibration rows,
+and the check rows by what they hold out (a model, lengths, a tensor-parallel size, the
+GH200 column), each check group against the tolerance ``CHECK_TOLERANCE``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+import yaml
+
+from twin.calibration import Efficiency, ServingEfficiency
+from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
+from twin.serving.deployment import ServingSpec, replica, simulate
+from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
+from twin.workload.model import model_spec
+
+# The server each GPU of the cases runs in (the source's systems: DGX H100, DGX H200, DGX A100,
+# an 8-GPU L40S server, a GH200 superchip node).
+REFERENCE_NODE = {"h100-sxm": "dgx-h100", "h200": "dgx-h200", "a100-80gb": "dgx-a100-80gb",
+                  "l40s": "l40s-server", "gh200": "gh200-node"}
+SERVING_SOURCE = ("NVIDIA TensorRT-LLM v0.13.0, docs/source/performance/perf-overview.md, Throughput Measurements "
+                  "table (rows in twin/validation/cases/serving/trtllm_0.13.yaml)")
+# Requests per case: enough for the steady state of the longest rows (the source uses 1,000 to 30,000).
+REQUESTS = 1000
+# Mean absolute error a check group is held to where the twin describes the deployment as the source ran it.
+CHECK_TOLERANCE = 0.25
+# What each group holds out, in the order the report lists them.
+GROUPS = {
+    "trtllm-calibration": "calibration rows: Llama 3.1 8B TP 1 and 70B TP 4/8 on H200, H100, A100, L40S",
+    "trtllm-mistral-7b": "held-out model: Mistral 7B, TP 1",
+    "trtllm-llama2-70b": "held-out model: LLaMA v2 70B, TP 4/8",
+    "trtllm-lengths": "held-out lengths: Llama 3.1 8B at 128/4096 and 20000/2000",
+    "trtllm-70b-tp2": "held-out parallelism: Llama 3.1 70B, TP 2",
+    "trtllm-70b-tp1": "Llama 3.1 70B on one GPU (70 GB of FP8 weights)",
+    "trtllm-gh200-small": "GH200 column: 8B and 7B models, TP 1",
+    "trtllm-gh200-70b": "GH200 column: 70B models, TP 1",
+    "trtllm-gh200-multi": "GH200 column: TP 2 and 4 (the source does not say how the superchips are joined)",
+}
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    model: str
+    gpu: str
+    precision: str
+    tensor: int
+    input_tokens: int
+    output_tokens: int
+    published: float
+    role: str
+
+    @property
+    def id(self) -> str:
+        return (f"trtllm-0.13-{self.model}-{self.gpu}-{self.precision}-tp{self.tensor}-"
+                f"{self.input_tokens}-{self.output_tokens}")
+
+
+    @property
+    def group(self) -> str:
+        """The report group of a row (``GROUPS``), from what it holds out."""
+        if self.role == "calibration":
+            return "trtllm-calibration"
+        if self.gpu == "gh200":
+            if self.tensor > 1:
+                return "trtllm-gh200-multi"
+            return "trtllm-gh200-70b" if "70b" in self.model else "trtllm-gh200-small"
+        if self.model == "mistral-7b":
+            return "trtllm-mistral-7b"
+        if self.model == "llama2-70b":
+            return "trtllm-llama2-70b"
+        if self.model == "llama3-70b":
+            return f"trtllm-70b-tp{self.tensor}"
+        return "trtllm-lengths"
+
+
+@dataclass(frozen=True)
+class ServingOutcome:
+    case: ServingCase
+    predicted: float            # output tokens/s, or NaN where the model does not fit
+    error: float                # predicted / published - 1
+
+
+@dataclass(frozen=True)
+class ServingGroup:
+    name: str
+    description: str
+    role: str
+    rows: int
+    mae: float                  # mean |error|
+    median: float               # median error (signed)
+    low: float                  # most negative error
+    high: float                 # most positive error
+    within_25: float            # share of rows within ±25%
+    failed: int                 # rows the twin cannot hold (NaN)
+
+    @property
+    def tolerance(self) -> float | None:
+        return CHECK_TOLERANCE if self.role == "check" else None
+
+
+def summarize(outcomes: list[ServingOutcome]) -> list[ServingGroup]:
+    """One line per group (``GROUPS`` order), then one per role."""
+    out = []
+    by_group = [(name, GROUPS[name], [o for o in outcomes if o.case.group == name]) for name in GROUPS]
+    by_role = [(f"all {role} rows", f"every {role} row", [o for o in outcomes if o.case.role == role])
+               for role in ("calibration", "check")]
+    for name, description, members in by_group + by_role:
+        if not members:
+            continue
+        errors = np.array([o.error for o in members if math.isfinite(o.error)])
+        role = members[0].case.role
+        out.append(ServingGroup(name, description, role, len(members), float(np.mean(np.abs(errors))),
+                                float(np.median(errors)), float(errors.min()), float(errors.max()),
+                                float(np.mean(np.abs(errors) <= 0.25)), len(members) - len(errors)))
+    return out
+
+
+def load_cases(name: str = "trtllm_0.13.yaml") -> tuple[EngineSpec, list[ServingCase]]:
+    text = resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    engine = EngineSpec(**data["engine"])
+    cases = []
+    for model, gpu, precision, tensor, lengths, published, role in data["rows"]:
+        isl, osl = (int(x) for x in lengths.split("/"))
+        cases.append(ServingCase(model, gpu, precision, int(tensor), isl, osl, float(published), role))
+    return engine, cases
+
+
+def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
+             requests: int = REQUESTS) -> ServingOutcome:
+    node = node_spec(REFERENCE_NODE[case.gpu])
+    nodes = max(1, math.ceil(case.tensor / node.gpus))
+    cluster = ClusterSpec(node, nodes, 0, 1, None, None,
+                          FabricSpec("rail-optimized-fat-tree", node.compute_nics.line_rate_Bps, 32, 1.0),
+                          StorageSpec(1e10, 1e10, None))
+    kv = "fp8" if case.precision == "fp8" else case.precision
+    load = LoadSpec(None, requests, LengthSpec(case.input_tokens), LengthSpec(case.output_tokens))
+    spec = ServingSpec(model_spec(case.model), case.precision, kv, case.tensor, 1, 1, None, engine, load, SLOSpec())
+    rep = replica(spec, cluster, efficiency or ServingEfficiency.calibrated(), Efficiency.calibrated())
+    if rep.memory.kv_blocks * engine.block_tokens < case.input_tokens + case.output_tokens:
+        return ServingOutcome(case, math.nan, math.nan)
+    predicted = simulate(spec, rep).output_tokens_per_s
+    return ServingOutcome(case, predicted, predicted / case.published - 1.0)
+
+
+def run_cases(role: str | None = None, efficiency: ServingEfficiency | None = None,
+              requests: int = REQUESTS, workers: int = 1) -> list[ServingOutcome]:
+    """Every row (of ``role``), in ``workers`` processes when more than one (rows are independent)."""
+    engine, cases = load_cases()
+    chosen = [c for c in cases if role is None or c.role == role]
+    if workers <= 1:
+        return [run_case(c, engine, efficiency, requests) for c in chosen]
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = len(chosen)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_case, chosen, [engine] * n, [efficiency] * n, [requests] * n, chunksize=8))
