@@ -49,8 +49,8 @@ def duration_s(text: str) -> float:
 
 
 def tonnes(text: str) -> float:
-    number, prefix = re.fullmatch(r"([\d.,]+) (k?)t CO2e", text).groups()
-    return float(number.replace(",", "")) * (1e3 if prefix else 1.0)
+    number, unit = re.fullmatch(r"([\d.,]+) (kt|t|kg|g) CO2e", text).groups()
+    return float(number.replace(",", "")) * {"kt": 1e3, "t": 1.0, "kg": 1e-3, "g": 1e-6}[unit]
 
 
 def assert_clean(at: AppTest) -> None:

@@ -164,6 +164,8 @@ def test_headline_numbers_are_abbreviated_with_the_full_value_in_their_help():
     assert metrics["Carbon (US)"].value == "17.1 kt CO2e" and "17,100.0 t CO2e" in metrics["Carbon (US)"].help
     assert metrics["Energy cost (US)"].value == "3.45 M EUR"
     assert metrics["Peak power (IT)"].value == "22.8 MW"
+    small = {m.label: m for m in overview.headline_metrics(headline(carbon_kg={"US": 3.11}))}
+    assert small["Carbon (US)"].value == "3.11 kg CO2e" and overview.co2e(0.0178) == "17.8 g CO2e"
     assert all(len(m.value) <= 13 for m in metrics.values())
 
 

@@ -17,14 +17,15 @@ def render(ctx: Context) -> None:
     r = ctx.result
     fabric = r.get("fabric") or {}
     st.subheader("Fabric")
-    if fabric:
-        cols = st.columns(5)
+    if fabric:                                  # three to a row: switch counts of a large fabric are long
+        cols = st.columns(3)
         cols[0].metric("Scalable units", f"{fabric.get('scalable_units', 0)} × {fabric.get('nodes_per_su', 0)} nodes")
         cols[1].metric("Leaf / spine / core switches",
-                       f"{fabric.get('leaves', 0)} / {fabric.get('spines', 0)} / {fabric.get('cores', 0)}")
-        cols[2].metric("Link", fmt_si(8 * fabric.get("link_Bps", 0.0), "b/s"), help="line rate of one NIC port")
-        cols[3].metric("Bisection", fmt_si(fabric.get("bisection_Bps", 0.0), "B/s"))
-        cols[4].metric("Oversubscription", f"{fabric.get('oversubscription', 1.0):g} : 1")
+                       f"{fabric.get('leaves', 0):,} / {fabric.get('spines', 0):,} / {fabric.get('cores', 0):,}")
+        cols[2].metric("Oversubscription", f"{fabric.get('oversubscription', 1.0):g} : 1")
+        cols = st.columns(3)
+        cols[0].metric("Link", fmt_si(8 * fabric.get("link_Bps", 0.0), "b/s"), help="line rate of one NIC port")
+        cols[1].metric("Bisection", fmt_si(fabric.get("bisection_Bps", 0.0), "B/s"))
     figure("Fabric picture", fabric_figure, fabric, available=bool(fabric))
 
     st.subheader("Rack power")

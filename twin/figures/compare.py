@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from twin.figures.colours import SERIES
 from twin.figures.overview import (GIB, fmt_change, infeasibility, relative_change, site_value,
-                                   time_to_train_percentiles, tonnes)
+                                   time_to_train_percentiles, co2e)
 from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_duration, fmt_si
 
 
@@ -49,7 +49,7 @@ MEASURES = (
     Measure("time to train (P90)", lambda r: time_to_train_percentiles(r)["p90"], fmt_duration),
     Measure("GPU-hours", lambda r: r.get("gpu_hours"), lambda v: fmt_amount(v, "GPU·h")),
     Measure("energy (facility)", lambda r: r.get("energy_facility_kwh"), lambda v: fmt_si(v * 1e3, "Wh")),
-    Measure("carbon at site", lambda r: site_value(r, "carbon_kg"), tonnes),
+    Measure("carbon at site", lambda r: site_value(r, "carbon_kg"), co2e),
     Measure("energy cost at site", lambda r: site_value(r, "energy_cost_eur"), lambda v: fmt_amount(v, "EUR")),
     Measure("MFU", lambda r: r.get("mfu"), _pct, lower_is_better=False),
     Measure("step time", lambda r: r.get("step_time_s"), fmt_duration),
@@ -88,7 +88,7 @@ def _country_measures(columns: list[Column]) -> list[Measure]:
         if c.result is not None:
             codes += [code for code in (c.result.get("carbon_kg") or {}) if code not in codes]
             rental = rental or c.result.get("rental_cost_eur") is not None
-    out = [Measure(f"carbon in {code}", lambda r, k=code: (r.get("carbon_kg") or {}).get(k), tonnes)
+    out = [Measure(f"carbon in {code}", lambda r, k=code: (r.get("carbon_kg") or {}).get(k), co2e)
            for code in codes]
     out += [Measure(f"energy cost in {code}", lambda r, k=code: (r.get("energy_cost_eur") or {}).get(k),
                     lambda v: fmt_amount(v, "EUR")) for code in codes]

@@ -73,9 +73,12 @@ def fmt_change(change: float | None) -> str | None:
     return f"{100 * change:+.1f} %" if change is not None and abs(change) >= 5e-4 else None
 
 
-def tonnes(kg: float) -> str:
-    """Carbon in tonnes with a prefix: 17.1e6 kg → '17.1 kt CO2e'."""
-    return fmt_si(kg / 1e3, "t CO2e")
+def co2e(kg: float) -> str:
+    """Carbon in the unit that keeps it short: 17.1e6 kg → '17.1 kt CO2e', 3.11 → '3.11 kg CO2e',
+    0.0178 → '17.8 g CO2e'."""
+    if abs(kg) >= 1e3:
+        return fmt_si(kg / 1e3, "t CO2e")
+    return f"{kg:.3g} kg CO2e" if abs(kg) >= 1 else f"{kg * 1e3:.3g} g CO2e"
 
 
 def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[Metric]:
@@ -100,7 +103,7 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
                f"{gpu_hours:,.0f} GPU·h: {gpus:,} GPUs × time to train"),
         Metric("Energy (facility)", fmt_si(kwh * 1e3, "Wh"),
                f"{kwh:,.0f} kWh: IT energy × PUE {result.get('pue', 1):.2f}"),
-        Metric(f"Carbon ({site})", tonnes(carbon) if carbon is not None else "n/a",
+        Metric(f"Carbon ({site})", co2e(carbon) if carbon is not None else "n/a",
                (f"{carbon / 1e3:,.1f} t CO2e: " if carbon is not None else "")
                + f"facility energy × {(result.get('carbon_intensity_g_per_kwh') or {}).get(site, 0):.0f} g CO2e/kWh"),
         Metric(f"Energy cost ({site})", fmt_amount(cost, "EUR") if cost is not None else "n/a",
