@@ -154,7 +154,7 @@ def meaning_cases() -> list[tuple[str, bytes, str]]:
         ("very long unknown key", dump(with_value("k" * 5000, 1)), "k"),
         ("embodied llmcarbon without die area", dump(with_value("site.embodied", {"enabled": True,
                                                                                  "method": "llmcarbon"},
-                                                                with_value("cluster.node", "l4-server"))),
+                                                                with_value("cluster.node", "l4-8"))),
          "site.embodied.method"),
     ]
 

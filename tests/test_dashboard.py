@@ -414,8 +414,42 @@ def test_the_dashboard_previews_failures_with_fewer_samples_until_refined():
     assert core.displayed(base["raw"], base, refine=True)["failures"]["samples"] == 100
 
 
+def test_scenario_page_offers_the_method_and_weight_knobs():
+    at = app("scenario", "dgx-finetune.yaml")
+    assert_clean(at)
+    method = next(s for s in at.selectbox if s.label == "Fine-tuning method")
+    assert method.value == "full"
+    method.set_value("qlora")
+    at.run()
+    assert_clean(at)
+    assert "method: qlora" in at.text_area[0].value
+    assert next(s for s in at.selectbox if s.label == "Base weights").value == "nf4"
+    at.sidebar.radio(key="page").set_value("overview")            # the whole dashboard runs the edit
+    at.run()
+    assert_clean(at)
+    at.sidebar.radio(key="page").set_value("scenario")
+    at.run()
+    next(s for s in at.selectbox if s.label == "Fine-tuning method").set_value("lora")
+    at.run()
+    next(s for s in at.selectbox if s.label == "Base weights").set_value("int8")
+    at.run()
+    assert_clean(at)
+    assert "weights: int8" in at.text_area[0].value and "method: lora" in at.text_area[0].value
+
+
+def test_method_knob_helper_drops_what_the_method_does_not_allow():
+    from dashboard import finetuning
+
+    text = "training: {model: llama2-7b, method: lora, weights: nf4, lora: {rank: 8}}\n"
+    assert finetuning.current(text, "t") == ("lora", "nf4")
+    full = yaml.safe_load(finetuning.with_method(text, "t", "full", "nf4"))["training"]
+    assert "method" not in full and "weights" not in full and "lora" not in full
+    qlora = yaml.safe_load(finetuning.with_method(text, "t", "qlora", "int8"))["training"]
+    assert qlora["method"] == "qlora" and "weights" not in qlora and qlora["lora"] == {"rank": 8}
+
+
 def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page():
-    raw = {"name": "70B on L4", "cluster": {"node": "l4-server", "nodes": 1},
+    raw = {"name": "70B on L4", "cluster": {"node": "l4-8", "nodes": 1},
            "serving": {"model": "llama3-70b", "load": {"rate": "1/s", "input_tokens": {"mean": 1000},
                                                        "output_tokens": {"mean": 200}},
                        "slo": {"ttft_p99": "2 s"}}}

@@ -300,3 +300,16 @@ def test_one_node_is_charged_no_switches_and_single_switch_one():
     assert one.peak_power_it_w <= 10_200 + infra.storage_w + 1e-6          # the DGX alone, and its storage
     single = run_dict(with_(BASE, cluster__fabric={"topology": "single-switch"}))
     assert single.power.infrastructure.compute_switches.total == 1
+
+
+def test_a_job_on_part_of_a_node_leaves_its_other_gpus_idle():
+    """4 of a DGX H100's 8 GPUs: 4 GPUs busy, 4 at idle power, the host at half the GPUs' heat."""
+    r = run_dict(with_(BASE, cluster__nodes=1, training__global_batch=64,
+                       training__parallelism={"tensor": 1, "pipeline": 1, "data": 4}))
+    p = r.power.cluster
+    a = p.step.activity
+    gpu, host = p.node.gpu, p.node.host
+    expected = 4 * gpu.draw_w(a) + 4 * gpu.idle_w + host.draw_w(p.node.host_activity(a) / 2)
+    assert r.gpus_used == 4 and p.partial_gpus == 4
+    assert p.nodes_w == pytest.approx(expected)
+    assert p.node.idle_w < p.nodes_w < p.busy_node_w("train")

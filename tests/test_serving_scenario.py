@@ -77,12 +77,12 @@ def test_bad_sections_name_their_key(changes, key, needle):
     ({"serving.precision": "bf16", "serving.kv_cache": "fp8", "cluster.node": "dgx-a100-80gb"},
      "serving.kv_cache", "FP8"),
     ({"serving.mig": "1g.10gbb"}, "serving.mig", "did you mean '1g.10gb'"),                  # profile of the H100
-    ({"serving.mig": "1g.10gb", "cluster.node": "l4-server"}, "serving.mig", "no MIG"),
+    ({"serving.mig": "1g.10gb", "cluster.node": "l4-8"}, "serving.mig", "no MIG"),
     ({"serving.parallelism": {"tensor": 3}}, "serving.parallelism.tensor", "does not divide"),
     ({"serving.parallelism": {"tensor": 2}, "serving.mig": "1g.10gb"}, "serving.parallelism", "MIG"),
     ({"serving.replicas": 9}, "serving.replicas", "the cluster has 8"),
     ({"serving.engine": {"offload": "grace"}}, "serving.engine.offload", "Grace"),
-    ({"serving.compare": [{"node": "l4-server", "mig": "1g.10gb"}]}, "serving.compare[0].mig", "no MIG"),
+    ({"serving.compare": [{"node": "l4-8", "mig": "1g.10gb"}]}, "serving.compare[0].mig", "no MIG"),
     ({"cluster.node": "gh200-144gb-1", "serving.engine": {"offload": "grace"},
       "serving.compare": [{"node": "dgx-h100"}]}, "serving.compare[0].offload", "offload: none"),
 ])
@@ -137,7 +137,7 @@ def test_seven_mig_replicas_occupy_one_gpu_and_draw_less_than_it():
 
 
 def test_a_model_that_does_not_fit_is_explained_not_a_crash():
-    r = answer(**{"cluster.node": "l4-server", "serving.model": "llama3-70b"}).to_dict()
+    r = answer(**{"cluster.node": "l4-8", "serving.model": "llama3-70b"}).to_dict()
     assert r["memory_fits"] is False and r["requests_per_s"] is None and r["slo_met"] is False
     warning = next(w for w in r["warnings"] if "does not fit" in w)
     assert "over" in warning and "tensor 8 would fit" in warning
@@ -151,10 +151,10 @@ def test_a_request_longer_than_the_kv_cache_is_explained():
 
 
 def test_compared_deployments_inherit_what_they_do_not_write():
-    r = answer(**{"serving.compare": [{"parallelism": {"tensor": 2}}, {"node": "l4-server", "replicas": 8}]})
+    r = answer(**{"serving.compare": [{"parallelism": {"tensor": 2}}, {"node": "l4-8", "replicas": 8}]})
     tp2, l4 = r.alternatives
     assert (tp2.tensor, tp2.precision, tp2.node) == (2, "fp8", "dgx-h100")
-    assert (l4.node, l4.gpus_used, l4.replicas, l4.tensor) == ("l4-server", 8, 8, 1)
+    assert (l4.node, l4.gpus_used, l4.replicas, l4.tensor) == ("l4-8", 8, 8, 1)
     no_mig = answer(**{"serving.mig": "1g.20gb", "serving.compare": [{"mig": None}]}).alternatives[0]
     assert no_mig.mig is None and no_mig.memory.hbm_bytes == pytest.approx(80 * 2**30)
 

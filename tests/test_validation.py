@@ -39,6 +39,8 @@ GROUP_MAPE_BOUNDS = {
     "nemo-h100-fp8": 0.08,
     "torchtitan-a100": 0.05,
     "power": 0.03,
+    "torchtune-finetune": 0.10,
+    "litgpt-lora": 0.17,
 }
 CALIBRATION_THROUGHPUT_TARGET = 0.05
 CHECK_THROUGHPUT_BOUND = 0.09
@@ -154,6 +156,20 @@ def test_malformed_case_file_names_the_key():
                      "cases": [{"id": "a", "role": "check", "metric": "busbw_GBps", "published": 1}]}
     with pytest.raises(ScenarioError, match="collective"):
         parse_case_file(no_collective, "f.yaml")
+
+
+def test_a_stated_tolerance_is_checked_and_reported(outcomes, summary):
+    tolerant = [o for o in outcomes if o.case.tolerance is not None and o.error is not None]
+    assert tolerant, "the fine-tuning cases state their tolerance"
+    assert set(summary.beyond_tolerance) == {o.case.id for o in tolerant if abs(o.error) > o.case.tolerance}
+    every = {"group": "g", "source": "s", "tolerance": 0.1,
+             "cases": [{"id": "a", "role": "check", "metric": "mfu", "published": 40},
+                       {"id": "b", "role": "check", "metric": "mfu", "published": 40, "tolerance": 0.2}]}
+    assert [c.tolerance for c in parse_case_file(every, "f.yaml")] == [0.1, 0.2]
+    bad = {"group": "g", "source": "s",
+           "cases": [{"id": "a", "role": "check", "metric": "mfu", "published": 40, "tolerance": 15}]}
+    with pytest.raises(ScenarioError, match=r"cases\[0\]\.tolerance: 15 is not a fraction"):
+        parse_case_file(bad, "f.yaml")
 
 
 def test_shipped_report_has_one_generated_section():

@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | capacity | catalog | topology | validate``.
+"""Command line: ``python -m twin run | fit | capacity | catalog | topology | validate``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -79,14 +79,16 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
                          f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", "yes" if g.mig else "no"])
         return header, rows
     if kind == "nodes":
-        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "max power kW", "CPU"]
+        from twin.power.devices import node_power
+
+        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "idle kW", "max power kW", "CPU"]
         rows = []
         for name in catalog.names("nodes"):
             n = node_spec(name)
             rows.append([name, f"{n.gpus}x {n.gpu.name}", n.intra,
                          f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
                          f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
-                         f"{n.max_power_w / 1e3:.1f}", n.cpu])
+                         f"{node_power(n).idle_w / 1e3:.2f}", f"{n.max_power_w / 1e3:.2f}", n.cpu])
         return header, rows
     if kind == "stacks":
         header = ["name", "attention", "kernels", "autocast", "grad reduce", "overlap grad/param", "TP overlap",
@@ -122,6 +124,17 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     from twin.network.describe import describe
 
     print(describe(fabric_file(args.scenario)))
+    return 0
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from twin.api import load_scenario
+    from twin.report import fit_table
+    from twin.studies.search import fit
+
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    report = fit(load_scenario(args.scenario), args.by, args.max_gpus, nodes)
+    print(report.to_json() if args.json else fit_table(report.to_dict(), args.top))
     return 0
 
 
@@ -161,6 +174,16 @@ def parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
     top.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
     top.set_defaults(func=_cmd_topology)
+
+    fit = sub.add_parser("fit", help="which node types, GPU counts and fine-tuning methods fit a scenario's job, ranked")
+    fit.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    fit.add_argument("--json", action="store_true", help="print the ranking as JSON, nothing else")
+    fit.add_argument("--by", choices=["time", "cost"], default="time", help="rank by time to train (default) or cost")
+    fit.add_argument("--max-gpus", type=int, metavar="N",
+                     help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
+    fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
+    fit.add_argument("--top", type=int, default=0, metavar="N", help="list the N best options that fit (0: all)")
+    fit.set_defaults(func=_cmd_fit)
 
     val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
     val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")

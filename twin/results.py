@@ -25,6 +25,7 @@ from twin.serving.capacity import Capacity, Sizing
 from twin.serving.deployment import Percentiles, ServingRun
 from twin.serving.kv_cache import MemoryPlan
 from twin.serving.specs import SLOSpec
+from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
 
@@ -62,6 +63,10 @@ class Result:
     step: StepBreakdown
     memory: MemoryBreakdown
     memory_advice: list[str]
+    finetune: FinetuneSpec           # its weights resolved to a storage format
+    params: int                      # the model's parameters
+    trainable_params: int            # parameters the optimizer updates: the model, or its adapters
+    longest_seq_len: int             # the longest sequence one micro-batch could hold on this GPU, same plan
     power: PowerAssessment
     fabric: FabricSummary
     failures: FailureSummary | None = None
@@ -119,6 +124,75 @@ class Result:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
 
 
+@dataclass(frozen=True)
+class FitOption:
+    """One way to run a training job: a node type, a GPU count, a method and the base's storage."""
+    node: str
+    gpus: int
+    nodes: int
+    method: str                      # full | lora | qlora
+    weights: str                     # storage of the base's linear weights
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """The best plan of one option that fits (``result``), or how far the option is from fitting."""
+    option: FitOption
+    result: Result | None            # closed-form step; None when no plan fits
+    plans_tried: int                 # plans whose memory was computed
+    plans_timed: int                 # plans that fit and were not dominated, whose step was played
+    least_bytes: float               # the least memory per GPU any plan needs (HBM that must stay resident)
+    capacity_bytes: float
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """``python -m twin fit``: every option that fits, ranked, and those that do not."""
+    scenario: str
+    by: str                          # time | cost
+    country: str
+    rows: tuple[FitRow, ...]         # options that fit, best first, then the others
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(fit_record(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def fit_record(report: FitReport) -> dict[str, Any]:
+    """The JSON record of ``twin fit`` (docs/results.md)."""
+    rows = []
+    for row in report.rows:
+        r = row.result
+        out: dict[str, Any] = _plain(row.option) | {
+            "fits": r is not None, "plans_tried": row.plans_tried, "plans_timed": row.plans_timed,
+            "least_memory_per_gpu_bytes": row.least_bytes, "memory_capacity_bytes": row.capacity_bytes}
+        if r is not None:
+            pw = r.power
+            out |= {
+                "plan": r.plan.describe(),
+                "memory_per_gpu_bytes": r.memory_per_gpu_bytes,
+                "memory_required_bytes": r.memory.required_bytes,
+                "memory_breakdown_bytes": r.memory.parts(),
+                "trainable_params": r.trainable_params,
+                "step_time_s": r.step_time_s,
+                "tokens_per_s": r.tokens_per_s,
+                "mfu": r.mfu,
+                "time_to_train_s": r.time_to_train_s,
+                "gpu_hours": r.gpu_hours,
+                "energy_it_kwh": pw.energy_it_kwh,
+                "energy_facility_kwh": pw.energy_facility_kwh,
+                "carbon_kg": pw.carbon_kg(),
+                "energy_cost_eur": pw.energy_cost_eur(),
+                "total_cost_eur": pw.total_cost_eur(),
+            }
+        rows.append(out)
+    return {"scenario": report.scenario, "by": report.by, "country": report.country, "options": rows,
+            "notes": list(report.notes)}
+
+
 def _plain(record: Any) -> Any:
     """A dataclass record (nested records, lists and maps of them) as plain JSON-able values."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
@@ -171,6 +245,11 @@ def training_record(r: Result) -> dict[str, Any]:
         "bottleneck": r.step.bottleneck,
         "memory_breakdown_bytes": r.memory.parts(),
         "memory_advice": list(r.memory_advice),
+        "memory_required_bytes": r.memory.required_bytes,
+        "longest_seq_len": r.longest_seq_len,
+        "params": r.params,
+        "trainable_params": r.trainable_params,
+        "finetune": finetune_record(r),
         "carbon_intensity_g_per_kwh": pw.intensity(),
         "electricity_price_eur_per_kwh": pw.price(),
         "pue": r.pue,
@@ -184,6 +263,20 @@ def training_record(r: Result) -> dict[str, Any]:
         "step_timeline": _plain(list(r.step_timeline)),
         "warnings": list(r.warnings),
         "sources": dict(r.sources),
+    }
+
+
+def finetune_record(r: Result) -> dict[str, Any]:
+    """``Result.finetune``: the method, its adapters and the base's storage (docs/results.md)."""
+    ft = r.finetune
+    lora = ft.lora
+    return {
+        "method": ft.method,
+        "weights": ft.weights,
+        "weight_bits": WEIGHT_FORMATS[ft.weights].bits,
+        "lora": None if lora is None else {"rank": lora.rank, "alpha": lora.alpha, "targets": list(lora.targets)},
+        "paged_optimizer": ft.paged_optimizer,
+        "trainable_fraction": r.trainable_params / r.params,
     }
 
 

@@ -13,15 +13,15 @@ from typing import Any
 from twin import catalog
 from twin.api.specs import cluster_of
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
-from twin.api.training import Built, build, simulate_training
+from twin.api.training import Built, build, memory_of, simulate_training, step_of
 from twin.network.collectives import CommModel, FabricSummary
 from twin.results import CapacityResult, Result, ServingResult
 from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
-__all__ = ["Built", "Result", "ServingResult", "CapacityResult", "Scenario", "build", "simulate", "run_file",
-           "run_dict", "run_text", "capacity", "capacity_file", "gpus_for_rate",
+__all__ = ["Built", "Result", "ServingResult", "CapacityResult", "Scenario", "build", "memory_of", "step_of",
+           "simulate", "run_file", "run_dict", "run_text", "capacity", "capacity_file", "gpus_for_rate",
            "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
            "scenario_from_text", "with_overrides"]
 

@@ -19,6 +19,7 @@ from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelis
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
 from twin.serving.deployment import ServingSpec
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
+from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
 from twin.workload.model import ModelSpec, model_spec
 from twin.workload.plan import PlanRequest
 
@@ -57,6 +58,33 @@ def model_of(model: str | InlineModel) -> ModelSpec:
         tied_embeddings=model.tied_embeddings, experts=model.experts, top_k=model.top_k,
         source="inline in the scenario",
     )
+
+
+# LoRA as each method's recipe writes it when the scenario leaves a key out: the LoRA paper's
+# adapters on the query and value projections (Hu et al. 2021, §4.2 and Table 4: r = 8 on q and v
+# for GPT-3), QLoRA's on every linear layer with r = 64 (Dettmers et al. 2023, §5: "LoRA r = 64,
+# alpha = 16", all linear layers). Alpha scales the update; it changes no cost.
+LORA_RECIPES = {"lora": (8, 16.0, ("q", "v")), "qlora": (64, 16.0, "all-linear")}
+
+
+def finetune_of(tr: Training, model: ModelSpec) -> FinetuneSpec:
+    """The method, its adapters and the base's storage (unwritten: the training precision's 16 bits, fp32
+    for fp32 training); QLoRA implies NF4 and paged optimizer states."""
+    if tr.method == "full":
+        return FinetuneSpec("full", weight_format(tr.weights, tr.precision).name)
+    rank, alpha, targets = LORA_RECIPES[tr.method]
+    written = tr.lora
+    if written is not None:
+        rank = written.rank or rank
+        alpha = written.alpha or alpha
+        targets = written.targets if written.targets is not None else targets
+    resolved = resolve_targets(model, targets, "training.lora.targets")
+    narrowest = min(min(matrix_shape(model, t)) for t in resolved)
+    if rank > narrowest:
+        raise ScenarioError("training.lora.rank", f"{rank} is wider than the narrowest adapted projection of "
+                            f"{model.name} ({narrowest}); allowed: 1 to {narrowest}")
+    weights = "nf4" if tr.method == "qlora" else weight_format(tr.weights, tr.precision).name
+    return FinetuneSpec(tr.method, weights, LoraSpec(rank, alpha, resolved), paged_optimizer=tr.method == "qlora")
 
 
 def stack_of(tr: Training) -> StackProfile:

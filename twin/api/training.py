@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.api.specs import (checkpoint_policy_of, cluster_of, failure_policy_of, model_of, plan_request_of, site_of,
-                            stack_of)
+from twin.api.specs import (
+    checkpoint_policy_of,
+    cluster_of,
+    failure_policy_of,
+    finetune_of,
+    model_of,
+    plan_request_of,
+    site_of,
+    stack_of,
+)
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
@@ -22,7 +30,8 @@ from twin.power.capping import power_cap_factor
 from twin.results import Result
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
-from twin.workload.memory import MemoryBreakdown, fitting_alternatives, memory_per_gpu
+from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model_flops_per_token, trainable_params
+from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_sequence, memory_per_gpu
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, resolve_plan
@@ -44,10 +53,17 @@ class Built:
     comm: CommModel
     costs: StepCosts
     memory: MemoryBreakdown
+    finetune: FinetuneSpec
+    fp8_recipe: str
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
+def build(scenario: Scenario, comms: dict | None = None) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario.
+
+    ``comms``: a dict a caller keeps across scenarios that differ only in their workload (a search),
+    so that plans placed alike on the same cluster share one communication model and its routed
+    collectives.
+    """
     tr = scenario.training
     cluster = cluster_of(scenario.cluster)
     model = model_of(tr.model)
@@ -63,12 +79,39 @@ def build(scenario: Scenario) -> Built:
     plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
     placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
+    ft = finetune_of(tr, model)
+    fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
-                        attention_kernel=stack.attention)
-    comm = CommModel(cluster, efficiency, placement)
-    costs = step_costs(model, plan, ops, comm, placement, stack)
-    memory = memory_per_gpu(model, plan, tr.precision, stack.attention)
-    return Built(scenario, cluster, model, plan, placement, efficiency, stack, ops, comm, costs, memory)
+                        attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
+    key = (cluster.node.name, cluster.nodes, cluster.fabric, cluster.storage, efficiency, placement)
+    comm = comms.get(key) if comms is not None else None
+    if comm is None:
+        comm = CommModel(cluster, efficiency, placement)
+        if comms is not None:
+            comms[key] = comm
+    costs = step_costs(model, plan, ops, comm, placement, stack, ft)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, ft, fp8_recipe)
+    return Built(scenario, cluster, model, plan, placement, efficiency, stack, ops, comm, costs, memory, ft,
+                 fp8_recipe)
+
+
+def memory_of(scenario: Scenario) -> tuple[ParallelPlan, MemoryBreakdown, float]:
+    """The plan, memory per GPU and GPU capacity of a training scenario, without building its step:
+    cheap, for searches that drop what does not fit before simulating anything."""
+    tr = scenario.training
+    cluster = cluster_of(scenario.cluster)
+    model = model_of(tr.model)
+    stack = stack_of(tr)
+    plan = resolve_plan(plan_request_of(tr.parallelism, stack), model, cluster, tr.global_batch, tr.seq_len)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, finetune_of(tr, model),
+                            tr.fp8_recipe or "hybrid")
+    return plan, memory, cluster.node.gpu.memory_bytes
+
+
+def step_of(scenario: Scenario, comms: dict | None = None) -> StepBreakdown:
+    """One step of a training scenario, played with the closed-form schedule (``comms``: as ``build``)."""
+    built = build(scenario, comms)
+    return step_time(built.costs, built.plan)
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
@@ -105,8 +148,10 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     gpu = cluster.node.gpu
     gpus_used = plan.gpus
     tokens_per_s = plan.tokens_per_step / step.step_s
-    model_flops = model.model_flops_per_token(tr.seq_len) * plan.tokens_per_step
-    hardware_flops = model.hardware_flops_per_token(tr.seq_len, plan.recompute) * plan.tokens_per_step
+    ft = b.finetune
+    model_flops = model_flops_per_token(model, ft, tr.seq_len) * plan.tokens_per_step
+    hardware_flops = hardware_flops_per_token(model, ft, tr.seq_len, plan.recompute) * plan.tokens_per_step
+    trained = trainable_params(model, ft)
     peak = gpu.peak(tr.precision)
     model_tflops = model_flops / step.step_s / gpus_used / 1e12
     hardware_tflops = hardware_flops / step.step_s / gpus_used / 1e12
@@ -126,8 +171,8 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
             warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
                             f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
         else:
-            spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, model.params, tr.precision,
-                            tr.tokens, gpus_used, plan.data, plan.tokens_per_step, step.step_s)
+            spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, trained, tr.precision,
+                            tr.tokens, gpus_used, plan.data, plan.tokens_per_step, step.step_s, ft.frozen)
             stats = monte_carlo(spec, policy.seed, policy.samples)
             failures = job_summary(spec, stats, policy.seed)
             time_s = failures.time_to_train_s.p50
@@ -146,15 +191,20 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         segments = [Segment(0.0, time_s, "train")]
 
     capacity = gpu.memory_bytes
-    fits = b.memory.total_bytes <= capacity
+    needed = b.memory.required_bytes
+    fits = needed <= capacity
     advice: list[str] = []
     if not fits:
-        over = b.memory.total_bytes - capacity
-        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus)
+        over = needed - capacity
+        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus, ft,
+                                       b.fp8_recipe)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
-        warnings.append(f"does not fit: needs {fmt_bytes(b.memory.total_bytes)} per GPU, has {fmt_bytes(capacity)} "
+        warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
                                                          "no single change of ZeRO, recompute, pipeline or tensor fits"))
+    elif b.memory.total_bytes > capacity:
+        warnings.append(f"paged optimizer: {fmt_bytes(b.memory.total_bytes - capacity)} of optimizer states live in "
+                        "host memory and are paged in for the optimizer step")
     if gpus_used < cluster.work_gpus:
         warnings.append(f"{cluster.gpus - gpus_used} of {cluster.gpus} GPUs idle: " + _idle_reason(plan, tr, cluster))
     if plan.tensor > cluster.node.gpus:
@@ -165,7 +215,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
                         "training.parallelism.virtual_stages above 1 to interleave")
     capacity_bytes = cluster.storage.capacity_bytes
     if capacity_bytes is not None:
-        checkpoint_bytes = model.params * checkpoint_bytes_per_param(tr.precision)
+        checkpoint_bytes = trained * checkpoint_bytes_per_param(tr.precision, ft.frozen)
         if checkpoint_bytes > capacity_bytes:
             warnings.append(f"storage: one checkpoint ({fmt_si(checkpoint_bytes, 'B')}) exceeds the storage capacity "
                             f"({fmt_si(capacity_bytes, 'B')}, cluster.storage.capacity)")
@@ -202,6 +252,10 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         step=step,
         memory=b.memory,
         memory_advice=advice,
+        finetune=ft,
+        params=model.params,
+        trainable_params=trained,
+        longest_seq_len=longest_sequence(model, plan, tr.precision, b.stack.attention, capacity, ft, b.fp8_recipe),
         power=pw,
         fabric=fabric,
         failures=failures,

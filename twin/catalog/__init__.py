@@ -15,6 +15,8 @@ from twin.errors import ScenarioError, did_you_mean
 
 KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
          "mig", "stacks")
+# Entries that were renamed: the old name is an error that names the new one.
+RENAMED = {"nodes": {"l4-server": "l4-8", "l40s-server": "l40s-8", "gh200-node": "gh200-1"}}
 
 
 @lru_cache(maxsize=None)
@@ -40,4 +42,8 @@ def entry(kind: str, name: str, field: str) -> dict:
     if isinstance(name, str) and name.lower() in lowered:
         return entries[lowered[name.lower()]]
     known = ", ".join(entries)
+    renamed = RENAMED.get(kind, {}).get(str(name).lower())
+    if renamed:
+        raise ScenarioError(field, f"{kind[:-1].replace('_', ' ')} '{name}' was renamed (did you mean '{renamed}'?); "
+                                   f"known: {known}")
     raise ScenarioError(field, f"unknown {kind[:-1].replace('_', ' ')} '{name}'{did_you_mean(name, entries)}; known: {known}")

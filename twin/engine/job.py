@@ -399,11 +399,12 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
 
 def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: ClusterSpec, params: float,
              precision: str, tokens: float, gpus_used: int, data_parallel: int, tokens_per_step: int,
-             step_s: float) -> JobSpec:
-    """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs."""
+             step_s: float, frozen: bool = False) -> JobSpec:
+    """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
+    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
     profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
-    cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous)
+    cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous, frozen)
     mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
     return JobSpec(
         iterations=max(1, math.ceil(tokens / tokens_per_step)),

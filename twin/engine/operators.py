@@ -21,16 +21,21 @@ from dataclasses import dataclass
 
 from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction
 from twin.hardware.specs import GPUSpec
+from twin.workload.finetune import GEMM_OPERAND_BYTES
 
-# Bytes per element of GEMM operands by training precision (fp8 GEMMs read fp8
-# inputs and write bf16 outputs; the roofline counts inputs at 1 B).
-OPERAND_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
+# GEMM operands by precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 and int8 GEMMs
+# read 1-byte inputs and write 16-bit outputs).
 # Bytes per element of a GEMM's output: the activation precision (16 bits under fp8).
 OUTPUT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "int8": 2.0}
 # FP8 training (NVIDIA Transformer Engine) keeps activations in 16 bits and casts each
 # GEMM's activation input to fp8 in a separate kernel before the GEMM: read 2 B, write
 # 1 B per element. Weights are cast once per step (negligible over many micro-batches).
 FP8_CAST_BYTES_PER_ELEMENT = 3.0
+# Scaling recipes (``fp8_recipe``): delayed scaling (``delayed``: E4M3 everywhere; ``hybrid``:
+# E4M3 forward, E5M2 gradients, Transformer Engine's default) takes each scale from past amax
+# values, kept in memory; current scaling measures each tensor's amax just before its cast,
+# one more read of the 16-bit input: 2 B per element.
+FP8_CURRENT_SCALING_AMAX_BYTES = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class OperatorModel:
     efficiency: Efficiency
     power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
     attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | standard
+    fp8_recipe: str = "hybrid"        # delayed | current | hybrid (fp8 precision only)
     weight_bytes: float | None = None  # bytes per element of the (k×n) weight operand when it differs from
                                        # the GEMM precision (weight-only quantisation: 4-bit weights, fp16 GEMM)
     separate_fp8_cast: bool = True     # training (Transformer Engine) casts each fp8 GEMM input in its own
@@ -74,10 +80,13 @@ class OperatorModel:
     def matmul_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of (m×k)·(k×n)."""
         flops = 2.0 * m * n * k
-        operand = OPERAND_BYTES[self.precision]
+        operand = GEMM_OPERAND_BYTES[self.precision]
         weight = operand if self.weight_bytes is None else self.weight_bytes
         moved = operand * m * k + weight * k * n + OUTPUT_BYTES[self.precision] * m * n
-        cast = FP8_CAST_BYTES_PER_ELEMENT * m * k / self.memory_Bps if self.precision == "fp8" and self.separate_fp8_cast else 0.0
+        cast = 0.0
+        if self.precision == "fp8" and self.separate_fp8_cast:
+            amax = FP8_CURRENT_SCALING_AMAX_BYTES if self.fp8_recipe == "current" else 0.0
+            cast = (FP8_CAST_BYTES_PER_ELEMENT + amax) * m * k / self.memory_Bps
         return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)
 
     def memory_s(self, bytes_moved: float) -> float:

@@ -9,6 +9,11 @@ of every kernel. Also the data-parallel gradient traffic, the per-unit ZeRO-2/3
 traffic (``sharding``), and the work between steps (``optimizer_step``). How the
 framework runs each part is its ``StackProfile``. Both the analytic schedule
 and the discrete-event iteration engine play these bricks.
+
+A frozen base (LoRA, QLoRA) skips the weight-gradient GEMMs: its backward computes
+the activation gradients alone. Its adapters add their own small GEMMs, a quantised
+base a dequantisation kernel per weight use, and only the adapters' gradients cross
+data parallelism and reach the optimizer; ZeRO-3 gathers the base in its storage format.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from twin.engine.optimizer_step import step_work_s
 from twin.engine.sharding import ChunkWork, sharded_extra_s
 from twin.engine.stack import StackProfile
 from twin.network.collectives import CommModel
-from twin.workload.memory import activation_bytes_per_element, stage_params
+from twin.workload.finetune import ATTENTION_TARGETS, FULL, FinetuneSpec, dequant_bytes_per_weight, matrix_shape
+from twin.workload.memory import activation_bytes_per_element, stage_params, stage_weight_bytes, trainable_stage_params
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan, stage_layers
@@ -110,8 +116,37 @@ class StepCosts:
         return self.chunks[stage::pipeline]
 
 
+def _frozen_base_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, ft: FinetuneSpec) -> tuple[float, float]:
+    """(forward, backward) time one layer adds for one micro-batch on a frozen base: its LoRA adapters
+    and the dequantisation of its quantised weights.
+
+    Adapters (Hu et al. 2021) follow their projection's tensor-parallel split: a column-parallel
+    projection (q, k, v, gate, up) shards B, a row-parallel one (o, down) shards A. Their backward
+    is twice their forward (input and weight gradients). Every use of a quantised weight (forward
+    and the backward's data gradient) first writes it in the compute precision.
+    """
+    if not ft.frozen:
+        return 0.0, 0.0
+    tokens, t = plan.microbatch * plan.seq_len, plan.tensor
+    adapters = 0.0
+    for target in ft.lora.targets if ft.lora else ():
+        d_in, d_out = matrix_shape(model, target)
+        rank = ft.lora.rank
+        count = 1.0 if target in ATTENTION_TARGETS else float(model.top_k)
+        if target in ("o", "down"):
+            adapters += ops.matmul_s(tokens, rank, d_in / t, count) + ops.matmul_s(tokens, d_out, rank, count)
+        else:
+            adapters += ops.matmul_s(tokens, rank, d_in, count) + ops.matmul_s(tokens, d_out / t, rank, count)
+    per_weight = dequant_bytes_per_weight(ft.storage(ops.precision), ops.precision)
+    weights = (model.attention_params_per_layer + model.router_params_per_layer) / t \
+        + model.expert_params_per_layer / (t * plan.expert)
+    dequant = ops.memory_s(per_weight * weights)
+    return adapters + dequant, 2.0 * adapters + dequant
+
+
 def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, stack: StackProfile) -> tuple[float, float, float, float]:
+                 placement: Placement, stack: StackProfile,
+                 ft: FinetuneSpec = FULL) -> tuple[float, float, float, float]:
     """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch.
 
     The communication is what stays exposed: with ``tp_comm_overlap`` the tensor-parallel
@@ -152,8 +187,10 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     act_fn = per_ffn * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
 
-    fwd = gemm + core_fwd + memory_fwd
-    bwd = 2.0 * gemm + core_bwd + 2.0 * memory_fwd
+    weight_grads = 0.0 if ft.frozen else gemm                 # dW GEMMs: none for frozen weights
+    base_fwd, base_bwd = _frozen_base_s(model, plan, ops, ft)
+    fwd = gemm + core_fwd + memory_fwd + base_fwd
+    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + base_bwd
     if stack.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
             model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))
@@ -190,13 +227,13 @@ def _exposed(compute_s: float, comm_s: float, slowdown: float) -> float:
 
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, stack: StackProfile) -> StepCosts:
+               placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the work between steps."""
     s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
     precision = ops.precision
     tokens = b * s
     act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack)
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack, ft)
     launch_f, launch_b = layer_launch_s(model, stack, ops.attention_kernel, precision,
                                         model.experts / plan.expert)
     if plan.recompute == "full":
@@ -205,18 +242,28 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     # LM head: the logits GEMM and the vocabulary-parallel cross-entropy (fused or not).
     loss_fwd, loss_bwd = (ops.memory_s(n * tokens * v / t) for n in LOSS_BYTES_PER_LOGIT[stack.cross_entropy])
     head_gemm = ops.matmul_s(tokens, v / t, h)
-    head_fwd, head_bwd = head_gemm + loss_fwd, 2 * head_gemm + loss_bwd
+    head_dw = 0.0 if ft.frozen else head_gemm                 # a frozen LM head: its input gradient alone
+    head_fwd, head_bwd = head_gemm + loss_fwd, head_gemm + head_dw + loss_bwd
     if stack.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * v * h / t)
         head_fwd, head_bwd = head_fwd + cast, head_bwd + cast
     embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
 
-    # Data parallelism over the fullest stage's parameters, gradients reduced in the stack's
-    # element type; parameters gathered in 16 bits, or in fp32 where autocast keeps no
-    # 16-bit copy of them.
-    dense, expert = max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum)
+    # Data parallelism over the fullest stage's trained parameters (all of them, or the adapters),
+    # gradients reduced in the stack's element type; parameters gathered in 16 bits, or in fp32
+    # where autocast keeps no 16-bit copy of them. ZeRO-2/3 work unit by unit over every parameter
+    # a GPU holds: a frozen base is gathered in its storage format and only its adapters'
+    # gradients are reduce-scattered, so both are priced per parameter held.
+    dense, expert = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
     grad_bytes = stack.grad_reduce_bytes(precision)
     param_bytes = activation_bytes_per_element("fp32") if stack.autocast else act
+    unit_param_bytes, unit_grad_bytes = param_bytes, grad_bytes
+    if ft.frozen:
+        held = sum(max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum))
+        stored = sum(max((stage_weight_bytes(model, plan, st, precision, ft) for st in {0, plan.pipeline - 1}),
+                         key=sum))
+        unit_param_bytes = stored / max(1.0, held)
+        unit_grad_bytes = grad_bytes * (dense + expert) / max(1.0, held)
     slowdown = ops.efficiency.overlap_slowdown
 
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
@@ -235,8 +282,8 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
                          embed_fwd if first else 0.0, head_fwd if last else 0.0,
                          model.embedding_params / t if first else 0.0,
                          model.head_params / t if last else 0.0)
-        dp_fwd, dp_bwd = sharded_extra_s(work, model, plan, comm, placement, stack, param_bytes, grad_bytes,
-                                         slowdown)
+        dp_fwd, dp_bwd = sharded_extra_s(work, model, plan, comm, placement, stack, unit_param_bytes,
+                                         unit_grad_bytes, slowdown)
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
                                 dp_fwd, dp_bwd))
 

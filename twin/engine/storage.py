@@ -21,12 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.hardware.specs import ClusterSpec
+from twin.workload.finetune import ADAPTER_STATE_BYTES
 from twin.workload.memory import state_bytes_per_param
 
 
-def checkpoint_bytes_per_param(precision: str) -> float:
-    """Weights in the training precision (fp8 runs keep bf16 master-copy weights) + fp32 optimizer states."""
-    weights, _gradients, optimizer = state_bytes_per_param("bf16" if precision == "fp8" else precision)
+def checkpoint_bytes_per_param(precision: str, frozen: bool = False) -> float:
+    """Bytes per trained parameter: weights in the training precision (fp8 runs keep bf16 weights) + fp32
+    optimizer states. A frozen base is not saved again: only its adapters and their Adam states
+    (LoRA, Hu et al. 2021 §4.2: 35 MB of adapters against a 350 GB model)."""
+    if frozen:
+        weights, _gradients, optimizer = ADAPTER_STATE_BYTES[precision in ("fp32", "tf32")]
+    else:
+        weights, _gradients, optimizer = state_bytes_per_param(precision)
     return weights + optimizer
 
 
@@ -49,9 +55,9 @@ class CheckpointCost:
 
 
 def checkpoint_cost(params: float, precision: str, cluster: ClusterSpec, nodes_used: int, gpus_used: int,
-                    asynchronous: bool) -> CheckpointCost:
-    """Size and timing of one checkpoint of a ``params``-parameter model trained on ``nodes_used`` nodes."""
-    size = params * checkpoint_bytes_per_param(precision)
+                    asynchronous: bool, frozen: bool = False) -> CheckpointCost:
+    """Size and timing of one checkpoint of ``params`` trained parameters on ``nodes_used`` nodes."""
+    size = params * checkpoint_bytes_per_param(precision, frozen)
     nic_Bps = nodes_used * cluster.node.storage_nics.total_Bps
     write_Bps = min(cluster.storage.write_Bps, nic_Bps)
     read_Bps = min(cluster.storage.read_Bps, nic_Bps)

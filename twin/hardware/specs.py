@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from twin import catalog
 from twin.units import parse_quantity
@@ -118,6 +119,7 @@ class ClusterSpec:
         return self.work_nodes * self.node.gpus
 
 
+@lru_cache(maxsize=None)
 def gpu_spec(name: str, field_name: str = "gpu") -> GPUSpec:
     row = catalog.entry("gpus", name, field_name)
     where = f"catalog gpus.{name}"
@@ -150,6 +152,7 @@ def _nics(value: list, where: str) -> NICs:
     return NICs(int(count), parse_quantity(rate, "bandwidth", where))
 
 
+@lru_cache(maxsize=None)
 def node_spec(name: str, field_name: str = "cluster.node") -> NodeSpec:
     row = catalog.entry("nodes", name, field_name)
     where = f"catalog nodes.{name}"

@@ -26,6 +26,8 @@ nodes with sibling groups on the node's other GPUs. Given the job's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+
 import networkx as nx
 import numpy as np
 
@@ -70,8 +72,10 @@ class CommModel:
     def fabric(self) -> Fabric:
         fab = self._cache.get("fabric")
         if fab is None:
-            graph = self.graph if self.graph is not None else cluster_graph(self.cluster)
-            fab = Fabric(graph, self.efficiency)
+            if self.graph is not None:
+                fab = Fabric(self.graph, self.efficiency)
+            else:
+                fab = _cluster_fabric(cluster_graph(self.cluster), self.efficiency)
             self._cache["fabric"] = fab
         return fab
 
@@ -283,6 +287,13 @@ class CommModel:
             return 0.0
         rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
         return bytes_per_node / float(rates.min())
+
+
+@lru_cache(maxsize=8)
+def _cluster_fabric(graph: nx.Graph, efficiency: Efficiency) -> Fabric:
+    """One routed fabric per cluster graph and efficiencies, shared by the plans that run on it (its
+    paths between GPUs are the same whatever the plan)."""
+    return Fabric(graph, efficiency)
 
 
 def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:

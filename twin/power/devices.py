@@ -53,9 +53,13 @@ class NodePower:
     host: HostPower
     max_w: float                         # vendor maximum system power
 
-    def draw_w(self, activity: float) -> float:
-        """Whole node with every GPU at ``activity`` (0 = idle, 1 = at its limit)."""
-        return self.gpus * self.gpu.draw_w(activity) + self.host.draw_w(self.host_activity(activity))
+    def draw_w(self, activity: float, busy_gpus: int | None = None) -> float:
+        """Whole node with its busy GPUs (all, unless ``busy_gpus``) at ``activity`` (0 = idle, 1 = at its
+        limit) and the rest idle; the host follows the GPUs' mean heat."""
+        busy = self.gpus if busy_gpus is None else busy_gpus
+        share = busy / self.gpus if self.gpus else 0.0
+        return (busy * self.gpu.draw_w(activity) + (self.gpus - busy) * self.gpu.idle_w
+                + self.host.draw_w(self.host_activity(activity) * share))
 
     def host_activity(self, gpu_activity: float) -> float:
         """The host follows the GPUs' heat: their dynamic power as a share of its uncapped range."""
@@ -108,7 +112,7 @@ def _component_totals(row: dict, where: str) -> tuple[float, float, dict[str, fl
     idle = full = 0.0
     by_name = {}
     for name, c in row["components"].items():
-        n = int(c["count"])
+        n = float(c["count"])
         m = n * _power(c["max"], f"{where}.{name}.max")
         idle += n * _power(c["idle"], f"{where}.{name}.idle")
         full += m

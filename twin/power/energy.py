@@ -61,37 +61,50 @@ def step_power(gpu: GPUPower, step: StepBreakdown) -> StepPower:
 class ClusterPower:
     """IT power of the cluster in each job phase."""
     node: NodePower
-    busy_nodes: int
+    busy_nodes: int                  # nodes with work, the last of them possibly partly busy
     idle_nodes: int                  # nodes without work and spare nodes
     infrastructure_w: float          # switches and storage
     step: StepPower
+    partial_gpus: int = 0            # busy GPUs of the last busy node when it is not full (its others idle)
 
     def gpu_activity(self, phase: str) -> float:
         gpu_phase = JOB_PHASES.get(phase, "idle")
         return self.step.activity if gpu_phase is None else self.node.gpu.activity[gpu_phase]
 
     def busy_node_w(self, phase: str = "train") -> float:
+        """One node with every GPU busy."""
         return self.node.draw_w(self.gpu_activity(phase))
 
+    def _busy_w(self, activity: float) -> float:
+        if not self.partial_gpus:
+            return self.busy_nodes * self.node.draw_w(activity)
+        return (self.busy_nodes - 1) * self.node.draw_w(activity) + self.node.draw_w(activity, self.partial_gpus)
+
     def it_w(self, phase: str = "train") -> float:
-        return (self.busy_nodes * self.busy_node_w(phase) + self.idle_nodes * self.node.idle_w
-                + self.infrastructure_w)
+        return self.nodes_at_w(self.gpu_activity(phase)) + self.infrastructure_w
+
+    def nodes_at_w(self, activity: float) -> float:
+        """Every node: the busy GPUs at ``activity``, the rest of the cluster idle."""
+        return self._busy_w(activity) + self.idle_nodes * self.node.idle_w
 
     @property
     def peak_w(self) -> float:
-        """Every busy node at its limit at once (the provisioning figure)."""
-        return self.busy_nodes * self.node.peak_w + self.idle_nodes * self.node.idle_w + self.infrastructure_w
+        """Every busy GPU at its limit at once (the provisioning figure)."""
+        return self.nodes_at_w(1.0) + self.infrastructure_w
 
     @property
     def nodes_w(self) -> float:
-        return self.busy_nodes * self.busy_node_w("train") + self.idle_nodes * self.node.idle_w
+        return self.nodes_at_w(self.gpu_activity("train"))
 
 
 def cluster_power(cluster: ClusterSpec, step: StepBreakdown, gpus_used: int, infrastructure_w: float = 0.0) -> ClusterPower:
-    """Busy nodes are those the job's GPUs fill; every other node of the cluster, spares included, idles."""
+    """Busy nodes are those the job's GPUs fill; every other node of the cluster, spares included, idles.
+    A job on part of a node (4 of its 8 GPUs) leaves the node's other GPUs idle."""
     node = node_power(cluster.node, cluster.gpu_power_cap_w)
-    busy = min(cluster.nodes, -(-gpus_used // cluster.node.gpus))
-    return ClusterPower(node, busy, cluster.nodes - busy, infrastructure_w, step_power(node.gpu, step))
+    gpn = cluster.node.gpus
+    busy = min(cluster.nodes, -(-gpus_used // gpn))
+    partial = gpus_used % gpn if gpus_used < cluster.nodes * gpn else 0
+    return ClusterPower(node, busy, cluster.nodes - busy, infrastructure_w, step_power(node.gpu, step), partial)
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
-from twin.scenario.training import Checkpoint, InlineModel, Parallelism, StackOptions, Training
+from twin.scenario.training import Checkpoint, InlineModel, Lora, Parallelism, StackOptions, Training
 
-__all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel",
+__all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel", "Lora",
            "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "parse_scenario", "load_scenario",
            "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
 
@@ -223,6 +223,24 @@ def _check_training(tr: Training) -> None:
     if p.virtual_stages > 1 and p.schedule != "interleaved":
         raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
+    _check_finetuning(tr)
+
+
+def _check_finetuning(tr: Training) -> None:
+    if tr.lora is not None and tr.method == "full":
+        raise ScenarioError("training.lora", "adapters need method lora or qlora (method is full: every weight trains)")
+    if tr.method == "qlora" and tr.weights not in (None, "nf4"):
+        raise ScenarioError("training.weights", f"{tr.weights} is not allowed with method qlora, which stores the "
+                            "base in nf4; use method lora for another storage")
+    if tr.method == "full" and tr.weights in ("int8", "nf4"):
+        raise ScenarioError("training.weights", f"{tr.weights} stores a frozen base; allowed with method full: bf16, "
+                            "or fp8 with precision fp8 (or use method lora or qlora)")
+    if tr.method == "full" and tr.weights == "fp8" and tr.precision != "fp8":
+        raise ScenarioError("training.weights", f"fp8 weights are trained with precision fp8 (precision is "
+                            f"{tr.precision})")
+    if tr.fp8_recipe is not None and tr.precision != "fp8":
+        raise ScenarioError("training.fp8_recipe", f"{tr.fp8_recipe} scales fp8 tensors, but precision is "
+                            f"{tr.precision}; set precision: fp8")
 
 
 def with_overrides(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:

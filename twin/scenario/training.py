@@ -2,11 +2,11 @@
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Discriminator, Tag, model_validator
+from pydantic import BeforeValidator, Discriminator, Tag, model_validator
 
 from twin.engine.stack import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
                                ShardedGather, Zero1Reduce)
-from twin.scenario.fields import Flag, Strict, name_text, number
+from twin.scenario.fields import Flag, Strict, name_text, number, shown
 
 Layers = number(integer=True, ge="1", le="10000", why="100x the deepest published LLM")
 Width = number(integer=True, ge="1", le="1048576", why="2^20, 20x the widest published model")
@@ -75,6 +75,34 @@ class Parallelism(Strict):
         return self
 
 
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def _targets(value: Any) -> str | tuple[str, ...]:
+    """``all-linear``, or a list of projections drawn from q k v o gate up down."""
+    allowed = f"allowed: all-linear, or a list drawn from {' '.join(LORA_TARGETS)}"
+    if value == "all-linear":
+        return value
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{shown(value)} is not allowed; {allowed}")
+    for name in value:
+        if name not in LORA_TARGETS:
+            raise ValueError(f"{shown(name)} is not a projection; {allowed}")
+    return tuple(dict.fromkeys(value))
+
+
+LoraRank = number(integer=True, ge="1", le="65536", why="2^16, wider than any projection is deep")
+LoraAlpha = number(gt="0", le="1000000", why="a scale of the update")
+LoraTargets = Annotated[Union[str, tuple[str, ...]], BeforeValidator(_targets)]
+
+
+class Lora(Strict):
+    """LoRA adapters; unwritten keys take the method's recipe (docs/scenario.md)."""
+    rank: LoraRank | None = None
+    alpha: LoraAlpha | None = None
+    targets: LoraTargets | None = None
+
+
 Params = number("count", ge="0", le="1000T", why="parameters, 1000x the largest published model")
 StackName = name_text(80)
 
@@ -126,5 +154,16 @@ class Training(Strict):
     attention: AttentionKernel | None = None
     kernels: KernelStyle | None = None
     autocast: Flag | None = None
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora: Lora | None = None
+    weights: Literal["bf16", "fp8", "int8", "nf4"] | None = None
+    fp8_recipe: Literal["delayed", "current", "hybrid"] | None = None
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
+
+    @model_validator(mode="after")
+    def _qlora_checkpoints_every_layer(self) -> "Training":
+        """Unwritten, QLoRA recomputes every layer's activations (gradient checkpointing, as its recipe)."""
+        if self.method == "qlora" and "recompute" not in self.parallelism.model_fields_set:
+            return self.model_copy(update={"parallelism": self.parallelism.model_copy(update={"recompute": "full"})})
+        return self

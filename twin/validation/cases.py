@@ -12,6 +12,7 @@ A case file holds one source's cases::
         published: 137
         scenario: {...}                   # a scenario mapping (docs/scenario.md)
         note: why the unstated settings were chosen
+        tolerance: 0.15                   # optional (or once for the file): |error| that counts as reproduced
 
 A ``collective`` mapping instead of a training figure asks for a bus bandwidth
 (``{op: all_reduce, ranks: 16, ranks_per_node: 8, size: 1 GiB}``).
@@ -31,7 +32,7 @@ from twin.errors import ScenarioError
 from twin.validation.metrics import METRICS
 
 ROLES = ("calibration", "check")
-CASE_KEYS = {"id", "role", "metric", "published", "scenario", "collective", "source", "note", "group"}
+CASE_KEYS = {"id", "role", "metric", "published", "scenario", "collective", "source", "note", "group", "tolerance"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Case:
     scenario: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     collective: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     note: str = ""
+    tolerance: float | None = None  # the |error| within which the case counts as reproduced (fraction)
 
     @property
     def throughput(self) -> bool:
@@ -91,6 +93,10 @@ def parse_case_file(data: Any, where: str) -> list[Case]:
             raise ScenarioError(f"{at}.published", f"{row['published']!r} is not a positive number")
         if METRICS[row["metric"]].kind == "collective" and not isinstance(row.get("collective"), dict):
             raise ScenarioError(f"{at}.collective", f"metric {row['metric']} needs a 'collective' mapping")
+        tolerance = row.get("tolerance", data.get("tolerance"))
+        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                      or not 0 < tolerance < 1):
+            raise ScenarioError(f"{at}.tolerance", f"{tolerance!r} is not a fraction in (0, 1)")
         source = row.get("source") or data.get("source")
         if not source:
             raise ScenarioError(f"{at}.source", "every case names its source")
@@ -99,6 +105,7 @@ def parse_case_file(data: Any, where: str) -> list[Case]:
             published=float(row["published"]), source=str(source),
             scenario=deep_merge(defaults, row.get("scenario") or {}),
             collective=row.get("collective"), note=str(row.get("note", "")).strip(),
+            tolerance=None if tolerance is None else float(tolerance),
         ))
     return cases
 

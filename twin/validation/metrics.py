@@ -43,4 +43,14 @@ METRICS: dict[str, Metric] = {
     "interruptions_per_day": Metric("run", "1/day", False, _interruptions_per_day,
                                     "unexpected job interruptions per day of training"),
     "busbw_GBps": Metric("collective", "GB/s", False, None, "NCCL bus bandwidth (nccl-tests convention)"),
+    # What PyTorch's allocator reports (torch.cuda.max_memory_allocated): tensors only, without the
+    # runtime reserve for the CUDA context, NCCL buffers and fragmentation.
+    "memory_allocated_gib": Metric("run", "GiB", False, lambda r: _allocated_bytes(r) / 2**30,
+                                   "peak memory of the fullest GPU's tensors, in GiB"),
+    "memory_allocated_gb": Metric("run", "GB", False, lambda r: _allocated_bytes(r) / 1e9,
+                                  "peak memory of the fullest GPU's tensors, in GB (10^9 B)"),
 }
+
+
+def _allocated_bytes(r: Result) -> float:
+    return r.memory.total_bytes - r.memory.runtime_bytes

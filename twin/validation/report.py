@@ -36,12 +36,13 @@ def case_rows(outcomes: list[Outcome]) -> list[list[str]]:
     for o in outcomes:
         unit = METRICS[o.case.metric].unit
         predicted = _num(o.predicted) if o.predicted is not None else o.status
+        tolerance = f"±{100 * o.case.tolerance:.0f}%" if o.case.tolerance is not None else "-"
         rows.append([o.case.id, o.case.group, o.case.role, o.case.metric, unit, _num(o.case.published),
-                     predicted, _pct(o.error)])
+                     predicted, _pct(o.error), tolerance])
     return rows
 
 
-CASE_HEADER = ["case", "group", "role", "metric", "unit", "published", "predicted", "error"]
+CASE_HEADER = ["case", "group", "role", "metric", "unit", "published", "predicted", "error", "tolerance"]
 
 
 def group_rows(summary: Summary) -> list[list[str]]:
@@ -75,6 +76,8 @@ def text(outcomes: list[Outcome], summary: Summary) -> str:
     parts += [f"  {o.case.id}: {o.detail}" for o in outcomes if o.status != "ok"]
     if summary.beyond_20:
         parts.append("beyond 20% (explained in docs/validation.md): " + ", ".join(summary.beyond_20))
+    if summary.beyond_tolerance:
+        parts.append("beyond their stated tolerance: " + ", ".join(summary.beyond_tolerance))
     return "\n".join(parts)
 
 
@@ -90,6 +93,8 @@ def markdown(outcomes: list[Outcome], summary: Summary, efficiencies: dict[str, 
     out += [f"- {line}" for line in role_lines(summary)]
     if summary.beyond_20:
         out.append("- beyond 20% (explained above): " + ", ".join(summary.beyond_20))
+    if summary.beyond_tolerance:
+        out.append("- beyond their stated tolerance (explained above): " + ", ".join(summary.beyond_tolerance))
     out += ["", "### Per group", "", _md_table(group_rows(summary), GROUP_HEADER), ""]
     if efficiencies:
         rows = [[name, f"{row['value']:.3f}", str(row.get("fitted", "-")), ", ".join(row.get("fitted_on", [])) or "-"]

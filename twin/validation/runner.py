@@ -54,6 +54,7 @@ class Summary:
     overall_mape: float = 0.0      # every evaluated case, every metric
     failed: list[str] = field(default_factory=list)
     beyond_20: list[str] = field(default_factory=list)
+    beyond_tolerance: list[str] = field(default_factory=list)   # cases with a stated tolerance they miss
     by_gpu: dict[str, tuple[int, float]] = field(default_factory=dict)    # check throughput: (cases, MAPE)
 
 
@@ -148,4 +149,5 @@ def summarize(outcomes: list[Outcome]) -> Summary:
         groups=groups, throughput_mape=through, throughput_cases=counts, overall_mape=_mape(done),
         failed=[o.case.id for o in outcomes if o.status == "failed"],
         beyond_20=[o.case.id for o in done if abs(o.error) > 0.20],
+        beyond_tolerance=[o.case.id for o in done if o.case.tolerance is not None and abs(o.error) > o.case.tolerance],
     )

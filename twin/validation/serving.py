@@ -29,7 +29,7 @@ from twin.workload.model import model_spec
 # The server each GPU of the cases runs in (the source's systems: DGX H100, DGX H200, DGX A100,
 # an 8-GPU L40S server, a GH200 superchip node).
 REFERENCE_NODE = {"h100-sxm": "dgx-h100", "h200": "dgx-h200", "a100-80gb": "dgx-a100-80gb",
-                  "l40s": "l40s-server", "gh200": "gh200-node"}
+                  "l40s": "l40s-8", "gh200": "gh200-1"}
 SERVING_SOURCE = ("NVIDIA TensorRT-LLM v0.13.0, docs/source/performance/perf-overview.md, Throughput Measurements "
                   "table (rows in twin/validation/cases/serving/trtllm_0.13.yaml)")
 # Requests per case: enough for the steady state of the longest rows (the source uses 1,000 to 30,000).

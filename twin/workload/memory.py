@@ -11,12 +11,29 @@ term by term; tensor parallelism divides all but 10·s·b·h of it, sequence
 parallelism divides the rest; selective recomputation (or FlashAttention,
 which never stores the s×s scores) drops the 5·a·s/h term; full recomputation
 keeps only each layer's 2·s·b·h input.
+
+Fine-tuning (``twin.workload.finetune``): a frozen base keeps its weights alone, its
+linear projections in their storage format (bf16, fp8, int8, NF4); the adapters keep
+weights, gradients and Adam states. FP8 training (NVIDIA Transformer Engine) spends a
+cached fp8 copy of each linear weight and its transpose, and amax histories under
+delayed scaling, and saves the inputs of the linear layers in fp8 (1 B instead of 2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from twin.workload.finetune import (
+    ADAPTER_STATE_BYTES,
+    FULL,
+    GEMM_OPERAND_BYTES,
+    FinetuneSpec,
+    adapter_params_per_layer,
+    dequantised_per_use,
+    linear_params_per_layer,
+    matrix_shape,
+    model_targets,
+)
 from twin.workload.model import ModelSpec
 from twin.workload.plan import ParallelPlan, layers_on_stage
 
@@ -25,14 +42,27 @@ from twin.workload.plan import ParallelPlan, layers_on_stage
 # CUDA context alone takes ~0.5 GiB on Hopper and NCCL buffers ~1 GiB at scale.
 RUNTIME_RESERVED_BYTES = 2 * 2**30
 
+# FP8 training with NVIDIA Transformer Engine (Hopper). Each linear weight is cast once per
+# step to fp8 and its transpose is kept too (the backward's data-gradient GEMM reads Wᵀ):
+# 2 B per weight stored wider than fp8, 1 B (the transpose) for a weight stored in fp8
+# (TE ``Linear`` fp8 weight workspaces, kept across micro-batches).
+FP8_WEIGHT_CACHE_BYTES = 2.0
+# Delayed scaling keeps, per GEMM, an amax history of ``amax_history_len`` fp32 values for
+# each scaled tensor: input, weight and output forward, output and input gradients backward
+# (TE ``DelayedScaling``: amax_history_len 1024 by default); four GEMMs per layer (QKV,
+# output projection, FFN in, FFN out). Current scaling keeps no history.
+FP8_AMAX_HISTORY_LEN = 1024
+FP8_SCALED_TENSORS_PER_GEMM = 5
+FP8_GEMMS_PER_LAYER = 4
+
 
 def state_bytes_per_param(precision: str) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer states) bytes per parameter for Adam."""
+    """(weights, gradients, optimizer states) bytes per parameter for Adam (fp8's weight copies:
+    ``fp8_weight_extra_bytes``)."""
     if precision in ("fp32", "tf32"):
         return 4.0, 4.0, 8.0            # fp32 weights are the master copy: Adam m, v only
-    if precision == "fp8":
-        return 3.0, 4.0, 12.0           # bf16 weights plus their fp8 copy (Transformer Engine)
-    return 2.0, 4.0, 12.0               # bf16 / fp16
+    return 2.0, 4.0, 12.0               # bf16 / fp16 / fp8
+
 
 
 def activation_bytes_per_element(precision: str) -> float:
@@ -47,11 +77,17 @@ class MemoryBreakdown:
     activations_bytes: float
     runtime_bytes: float
     stage: int                  # the pipeline stage this breakdown is for (the fullest)
+    optimizer_paged: bool = False   # optimizer states in paged memory: they move to the host when HBM is full
 
     @property
     def total_bytes(self) -> float:
         return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
                 + self.activations_bytes + self.runtime_bytes)
+
+    @property
+    def required_bytes(self) -> float:
+        """HBM a step cannot do without: everything but paged optimizer states (QLoRA §3)."""
+        return self.total_bytes - (self.optimizer_bytes if self.optimizer_paged else 0.0)
 
     def parts(self) -> dict[str, float]:
         """Bytes of each part of the memory, and their total."""
@@ -73,8 +109,73 @@ def stage_params(model: ModelSpec, plan: ParallelPlan, stage: int) -> tuple[floa
     return dense, expert
 
 
-def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str) -> float:
-    """Activations one layer stores for one micro-batch on one GPU (no recomputation)."""
+def trainable_stage_params(model: ModelSpec, plan: ParallelPlan, stage: int, ft: FinetuneSpec) -> tuple[float, float]:
+    """(dense, expert) parameters one GPU of ``stage`` trains: its whole share, or its adapters."""
+    if not ft.frozen:
+        return stage_params(model, plan, stage)
+    if ft.lora is None:
+        return 0.0, 0.0
+    layers = layers_on_stage(model.layers, plan, stage)
+    attention, ffn = adapter_params_per_layer(model, ft.lora)
+    return layers * attention / plan.tensor, layers * model.experts * ffn / (plan.tensor * plan.expert)
+
+
+def stage_weight_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str,
+                       ft: FinetuneSpec) -> tuple[float, float]:
+    """(dense, expert) bytes of the weights one GPU of ``stage`` stores (before ZeRO-3 sharding).
+
+    The linear projections in the storage format, the rest (embeddings, norms, LM head) in the
+    training precision's 16 bits (fp32 for fp32 training), adapters in their own precision.
+    """
+    fp32 = precision in ("fp32", "tf32")
+    w_b = state_bytes_per_param(precision)[0]
+    dense, expert = stage_params(model, plan, stage)
+    layers = layers_on_stage(model.layers, plan, stage)
+    linear_dense = layers * linear_params_per_layer(model)[0] / plan.tensor
+    stored_b = ft.storage(precision).bits / 8
+    dense_bytes = w_b * (dense - linear_dense) + stored_b * linear_dense
+    expert_bytes = stored_b * expert
+    if ft.frozen and ft.lora is not None:
+        adapter_dense, adapter_expert = trainable_stage_params(model, plan, stage, ft)
+        adapter_b = ADAPTER_STATE_BYTES[fp32][0]
+        dense_bytes += adapter_b * adapter_dense
+        expert_bytes += adapter_b * adapter_expert
+    return dense_bytes, expert_bytes
+
+
+def fp8_weight_extra_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str,
+                           ft: FinetuneSpec, fp8_recipe: str) -> tuple[float, float]:
+    """(dense, expert) bytes FP8 training adds beside the weights: the fp8 copies and transposes of the
+    linear weights (sharded with them; an fp8 base keeps its transpose alone, an int8 or NF4 one is
+    dequantised at every use instead) and the amax histories of delayed scaling."""
+    if precision != "fp8":
+        return 0.0, 0.0
+    layers = layers_on_stage(model.layers, plan, stage)
+    linear_dense = layers * linear_params_per_layer(model)[0] / plan.tensor
+    _, expert = stage_params(model, plan, stage)
+    storage = ft.storage(precision)
+    cache_b = {"fp8": FP8_WEIGHT_CACHE_BYTES - 1.0, "int8": 0.0, "nf4": 0.0}.get(storage.name, FP8_WEIGHT_CACHE_BYTES)
+    history = 0.0
+    if fp8_recipe in ("delayed", "hybrid"):
+        history = layers * FP8_GEMMS_PER_LAYER * FP8_SCALED_TENSORS_PER_GEMM * FP8_AMAX_HISTORY_LEN * 4.0
+    return cache_b * linear_dense + history, cache_b * expert
+
+
+def dequant_workspace_bytes(model: ModelSpec, plan: ParallelPlan, precision: str, ft: FinetuneSpec) -> float:
+    """One linear weight dequantised to the compute precision at a time (the largest, TP-sharded)."""
+    if not dequantised_per_use(ft.storage(precision), precision):
+        return 0.0
+    largest = max(d_in * d_out for d_in, d_out in (matrix_shape(model, t) for t in model_targets(model)))
+    return GEMM_OPERAND_BYTES[precision] * largest / plan.tensor
+
+
+def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str, fp8: bool = False) -> float:
+    """Activations one layer stores for one micro-batch on one GPU (no recomputation).
+
+    ``fp8``: the inputs of the linear layers are saved in fp8 (Transformer Engine): the QKV and
+    FFN-in inputs (2h of the 10h that tensor parallelism leaves whole) and the output projection's
+    and FFN-out's inputs (h + top_k·f) take 1 B instead of 2.
+    """
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd = model.ffn_hidden, model.kv_dim
     attn = 7 * h + 4 * kvd                                    # 11h for multi-head attention
@@ -83,11 +184,15 @@ def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str)
     else:
         mlp = 3 * h + model.top_k * 4 * f                     # 19h for f = 4h
     norms = 4 * h
-    per_token = attn + mlp + norms                            # 34h for a GPT layer
+    whole = 10 * h                                            # stays whole under TP without SP
+    split = attn + mlp + norms - whole                        # 34h for a GPT layer, in all
+    if fp8:
+        whole -= 2 * h
+        split -= h + model.top_k * f
     if plan.sequence_parallel:
-        per_token /= t
-    elif t > 1:
-        per_token = 10 * h + (per_token - 10 * h) / t         # 10h stays whole without SP
+        per_token = (whole + split) / t
+    else:
+        per_token = whole + split / t
     scores = 0.0
     if attention == "standard" and plan.recompute == "none":
         scores = 5 * model.heads * s / t                      # softmax, dropout mask and output
@@ -109,49 +214,88 @@ def microbatches_in_flight(plan: ParallelPlan, stage: int) -> float:
     return in_flight
 
 
-def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str) -> MemoryBreakdown:
+def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
+                   ft: FinetuneSpec = FULL, fp8_recipe: str = "hybrid") -> MemoryBreakdown:
     """Memory of the fullest GPU: the first stage (most activations) or the last (LM head)."""
     best: MemoryBreakdown | None = None
     for stage in sorted({0, plan.pipeline - 1}):
-        breakdown = _stage_memory(model, plan, precision, attention, stage)
+        breakdown = _stage_memory(model, plan, precision, attention, stage, ft, fp8_recipe)
         if best is None or breakdown.total_bytes > best.total_bytes:
             best = breakdown
     assert best is not None
     return best
 
 
-def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, stage: int) -> MemoryBreakdown:
-    w_b, g_b, o_b = state_bytes_per_param(precision)
-    dense, expert = stage_params(model, plan, stage)
+def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, stage: int,
+                  ft: FinetuneSpec, fp8_recipe: str) -> MemoryBreakdown:
+    fp32 = precision in ("fp32", "tf32")
+    _, g_b, o_b = ADAPTER_STATE_BYTES[fp32] if ft.frozen else state_bytes_per_param(precision)
+    trained_dense, trained_expert = trainable_stage_params(model, plan, stage, ft)
+    stored_dense, stored_expert = stage_weight_bytes(model, plan, stage, precision, ft)
+    fp8_dense, fp8_expert = fp8_weight_extra_bytes(model, plan, stage, precision, ft, fp8_recipe)
 
-    def sharded(bytes_per_param: float, level: int) -> float:
+    def sharded(dense_bytes: float, expert_bytes: float, level: int) -> float:
         if plan.zero >= level:
-            return bytes_per_param * (dense / plan.data + expert / plan.expert_data)
-        return bytes_per_param * (dense + expert)
+            return dense_bytes / plan.data + expert_bytes / plan.expert_data
+        return dense_bytes + expert_bytes
 
     layers = layers_on_stage(model.layers, plan, stage)
     act_scale = activation_bytes_per_element(precision) / 2.0
     in_flight = microbatches_in_flight(plan, stage)
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
+    fp8 = precision == "fp8"
     if plan.recompute == "full":
         layer_input = 2 * s * b * h / (t if plan.sequence_parallel else 1)
-        activations = layers * in_flight * layer_input + layer_activation_bytes(model, plan, attention)
+        activations = layers * in_flight * layer_input + layer_activation_bytes(model, plan, attention, fp8)
     else:
-        activations = layers * in_flight * layer_activation_bytes(model, plan, attention)
+        activations = layers * in_flight * layer_activation_bytes(model, plan, attention, fp8)
     if stage == plan.pipeline - 1:
         activations += 6.0 * s * b * model.vocab / t          # bf16 logits and their fp32 softmax
+    weights = sharded(stored_dense + fp8_dense, stored_expert + fp8_expert, 3)
     return MemoryBreakdown(
-        weights_bytes=sharded(w_b, 3),
-        gradients_bytes=sharded(g_b, 2),
-        optimizer_bytes=sharded(o_b, 1),
+        weights_bytes=weights + dequant_workspace_bytes(model, plan, precision, ft),
+        gradients_bytes=sharded(g_b * trained_dense, g_b * trained_expert, 2),
+        optimizer_bytes=sharded(o_b * trained_dense, o_b * trained_expert, 1),
         activations_bytes=activations * act_scale,
         runtime_bytes=RUNTIME_RESERVED_BYTES,
         stage=stage,
+        optimizer_paged=ft.paged_optimizer,
     )
 
 
+def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, capacity_bytes: float,
+                     ft: FinetuneSpec = FULL, fp8_recipe: str = "hybrid", limit: int = 2**21) -> int:
+    """The longest sequence (tokens) whose step fits ``capacity_bytes`` under the same plan; 0 if none.
+
+    Memory grows with the sequence: linearly with fused attention (every activation term is
+    proportional to it), so two evaluations give the answer, checked at it and one token
+    beyond; quadratically with stored scores, where a bisection finds it.
+    """
+    def needed(seq_len: int) -> float:
+        return memory_per_gpu(model, replace(plan, seq_len=seq_len), precision, attention, ft,
+                              fp8_recipe).required_bytes
+
+    def fits(seq_len: int) -> bool:
+        return needed(seq_len) <= capacity_bytes
+
+    if not fits(1):
+        return 0
+    if fits(limit):
+        return limit
+    one, slope = needed(1), needed(2) - needed(1)
+    guess = min(limit - 1, 1 + int((capacity_bytes - one) // slope)) if slope > 0 else limit - 1
+    if fits(guess) and not fits(guess + 1):
+        return guess
+    low, high = 1, limit
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
 def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
-                         capacity_bytes: float, gpus_per_node: int) -> list[tuple[str, float]]:
+                         capacity_bytes: float, gpus_per_node: int, ft: FinetuneSpec = FULL,
+                         fp8_recipe: str = "hybrid") -> list[tuple[str, float]]:
     """Nearby plans that fit in ``capacity_bytes``: (description, bytes per GPU)."""
     options: list[tuple[str, ParallelPlan]] = []
     for z in range(plan.zero + 1, 4):
@@ -168,7 +312,7 @@ def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, a
                                                            sequence_parallel=True)))
     fits = []
     for label, alternative in options:
-        total = memory_per_gpu(model, alternative, precision, attention).total_bytes
+        total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe).required_bytes
         if total <= capacity_bytes:
             fits.append((label, total))
     return fits

@@ -120,11 +120,19 @@ class ModelSpec:
         layer = self.layer_linear_flops_per_token() + self.layer_attention_flops_per_token(seq_len)
         return self.layers * layer + self.head_flops_per_token()
 
-    def model_flops_per_token(self, seq_len: int) -> float:
-        """Training FLOPs per token without recomputation: forward + backward (2× forward)."""
-        return 3.0 * self.forward_flops_per_token(seq_len)
+    def weight_gradient_flops_per_token(self) -> float:
+        """Backward FLOPs of the weight gradients (dW = Xᵀ·dY): one forward of every matmul with weights,
+        the layers' projections and the LM head. Frozen weights skip them."""
+        return self.layers * self.layer_linear_flops_per_token() + self.head_flops_per_token()
 
-    def hardware_flops_per_token(self, seq_len: int, recompute: str) -> float:
+    def model_flops_per_token(self, seq_len: int, frozen: bool = False) -> float:
+        """Training FLOPs per token without recomputation: forward + backward (2× forward: gradients of
+        the activations and of the weights); ``frozen`` weights take no weight gradients, so the
+        backward computes only the activation gradients (and attention's, which has no weights)."""
+        flops = 3.0 * self.forward_flops_per_token(seq_len)
+        return flops - self.weight_gradient_flops_per_token() if frozen else flops
+
+    def hardware_flops_per_token(self, seq_len: int, recompute: str, frozen: bool = False) -> float:
         """Training FLOPs per token including recomputation.
 
         full: every layer's forward runs twice (Narayanan eq. 3: 96·B·s·l·h²·(1 + s/6h + V/16lh));
@@ -135,7 +143,7 @@ class ModelSpec:
             extra = self.layers * (self.layer_linear_flops_per_token() + self.layer_attention_flops_per_token(seq_len))
         elif recompute == "selective":
             extra = self.layers * self.layer_attention_flops_per_token(seq_len)
-        return self.model_flops_per_token(seq_len) + extra
+        return self.model_flops_per_token(seq_len, frozen) + extra
 
 
 def model_spec(name: str, field: str = "training.model") -> ModelSpec:

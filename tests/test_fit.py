@@ -1,0 +1,111 @@
+"""`twin fit`: the search over node types, GPU counts, methods and plans, and its command line."""
+
+import json
+
+import pytest
+
+from tests.test_cli import twin
+from twin.api import memory_of, parse_scenario, step_of
+from twin.errors import InfeasibleError
+from twin.results import FitOption
+from twin.studies.search import PlanChoice, best_plan, gpu_counts, plan_choices, search, variant
+from twin.workload.model import model_spec
+
+SCENARIO = {"name": "7B fine-tune", "cluster": {"node": "l4-1", "nodes": 1}, "site": {"country": "FR", "compare": ["DE"]},
+            "training": {"model": "llama2-7b", "tokens": "5M", "seq_len": 1024, "global_batch": 8,
+                         "method": "qlora"}}
+
+
+@pytest.mark.parametrize("per_node, max_gpus, counts", [
+    (8, 8, [1, 2, 4, 8]),            # slices of one node, then the node
+    (1, 8, [1, 2, 4, 8]),            # one-GPU instances: whole instances
+    (2, 8, [1, 2, 4, 8]),
+    (8, 32, [1, 2, 4, 8, 16, 32]),
+    (8, 2, [1, 2]),                  # no whole node beyond the limit
+])
+def test_gpu_counts_are_powers_of_two_then_whole_nodes(per_node, max_gpus, counts):
+    assert gpu_counts(per_node, max_gpus) == counts
+
+
+def test_plans_split_the_model_and_the_gpus_exactly():
+    m = model_spec("llama2-70b")                # 64 heads, 8 KV heads, 80 layers
+    plans = list(plan_choices(m, 8, 8))
+    assert all(p.tensor * p.pipeline * p.data == 8 for p in plans)
+    assert {p.tensor for p in plans} == {1, 2, 4, 8}
+    assert all(p.zero == 0 for p in plans if p.data == 1)            # no ZeRO without data parallelism
+    assert {p.recompute for p in plans} == {"none", "selective", "full"}
+    # a model whose heads 8 does not divide never gets tensor 8
+    odd = model_spec("llama-33b")               # 52 heads
+    assert max(p.tensor for p in plan_choices(odd, 8, 8)) == 4
+
+
+def test_dominance_is_more_recomputation_or_gathering_parameters_too():
+    a = PlanChoice(2, 1, 4, 1, "selective")
+    assert a.dominates(PlanChoice(2, 1, 4, 1, "full"))
+    assert PlanChoice(2, 1, 4, 2, "selective").dominates(PlanChoice(2, 1, 4, 3, "full"))
+    assert not a.dominates(PlanChoice(2, 1, 4, 2, "selective"))     # ZeRO-2 may overlap what ZeRO-1 exposes
+    assert not a.dominates(PlanChoice(2, 1, 4, 0, "full"))          # ZeRO-0 against 1: a trade-off
+    assert not PlanChoice(2, 1, 4, 0, "none").dominates(a)
+    assert not a.dominates(PlanChoice(1, 2, 4, 1, "full"))          # another shape
+    assert not a.dominates(a) and not a.dominates(PlanChoice(2, 1, 4, 1, "none"))
+
+
+@pytest.mark.parametrize("option, model", [
+    (FitOption("h100-pcie-2", 2, 1, "lora", "bf16"), "llama2-7b"),
+    (FitOption("dgx-h100", 8, 1, "full", "bf16"), "llama2-13b"),
+    (FitOption("l40s-8", 8, 1, "qlora", "nf4"), "llama2-70b"),
+])
+def test_the_best_plan_is_the_fastest_of_every_plan_that_fits(option, model):
+    # brute force over every plan of the option against the search's pruned answer
+    scenario = parse_scenario(SCENARIO | {"training": SCENARIO["training"] | {"model": model}})
+    row = best_plan(scenario, option, model_spec(model))
+    assert row.result is not None and row.plans_timed < row.plans_tried
+    fastest = float("inf")
+    for choice in plan_choices(model_spec(model), option.gpus, option.gpus):
+        candidate = variant(scenario, option, choice)
+        try:
+            _, memory, capacity = memory_of(candidate)
+        except InfeasibleError:
+            continue
+        if memory.required_bytes <= capacity:
+            fastest = min(fastest, step_of(candidate).step_s)
+    assert row.result.step_time_s == pytest.approx(fastest, rel=1e-12)
+
+
+def test_search_ranks_what_fits_and_says_how_far_the_rest_is():
+    scenario = parse_scenario(SCENARIO)
+    options = [FitOption(node, 1, 1, method, weights) for node in ("l4-1", "h100-pcie-1")
+               for method, weights in (("full", "bf16"), ("lora", "bf16"), ("qlora", "nf4"))]
+    report = search(scenario, options)
+    fits = [r for r in report.rows if r.result is not None]
+    misses = [r for r in report.rows if r.result is None]
+    assert report.rows[:len(fits)] == tuple(fits)                    # every fit before every miss
+    times = [r.result.time_to_train_s for r in fits]
+    assert times == sorted(times)
+    for r in fits:
+        assert r.result.memory.required_bytes <= r.capacity_bytes and r.result.memory_fits
+    # full fine-tuning of 7B (16+ B/param) fits neither a 24 GB L4 nor an 80 GB H100 on one GPU
+    assert {(r.option.node, r.option.method) for r in misses} == {("l4-1", "full"), ("h100-pcie-1", "full")}
+    assert all(r.least_bytes > r.capacity_bytes for r in misses)
+    by_cost = search(scenario, options, "cost")
+    costs = [r.result.power.total_cost_eur()["FR"] for r in by_cost.rows if r.result is not None]
+    assert costs == sorted(costs) and by_cost.notes
+
+
+def test_fit_prints_a_table_and_json():
+    out = twin("fit", "scenarios/finetune-70b-qlora.yaml", "--nodes", "l40s-1,h100-pcie-1,gh200-1", "--max-gpus", "1")
+    assert out.returncode == 0, out.stderr
+    assert "QLoRA" in out.stdout and "l40s-1" in out.stdout and "cost FR" in out.stdout and "cost DE" in out.stdout
+    js = twin("fit", "scenarios/finetune-70b-qlora.yaml", "--nodes", "l40s-1", "--max-gpus", "1", "--json")
+    record = json.loads(js.stdout)
+    qlora = [o for o in record["options"] if o["method"] == "qlora"]
+    assert qlora and qlora[0]["fits"] and qlora[0]["memory_required_bytes"] <= qlora[0]["memory_capacity_bytes"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nodes", "l40s-server"], "--nodes: node 'l40s-server' was renamed (did you mean 'l40s-8'?)"),
+    (["--max-gpus", "0"], "--max-gpus: 0 is not allowed"),
+])
+def test_fit_bad_arguments_exit_2_with_one_line(args, message):
+    out = twin("fit", "scenarios/finetune-70b-qlora.yaml", *args)
+    assert out.returncode == 2 and out.stderr.strip().startswith(f"twin: error: {message}"), out.stderr

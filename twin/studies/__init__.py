@@ -1,0 +1,1 @@
+"""Studies: searches and sweeps over scenarios, built on the API."""
