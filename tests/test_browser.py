@@ -183,8 +183,9 @@ class Tab:
         """Set a sidebar number knob; seconds until the headline shows the new what-if, and until the page is done."""
         before = self.caption()
         field = self.page.get_by_label(label, exact=True)
-        if not field.is_visible():          # its group of knobs is folded: unfold it
-            self.page.locator('[data-testid="stExpander"]').filter(has=field).locator("summary").click()
+        group = self.page.locator('[data-testid="stExpander"] details').filter(has=field)
+        if group.get_attribute("open") is None:          # its group of knobs is folded: unfold it
+            group.locator("summary").click()
         field.fill(value)
         start = time.perf_counter()
         field.press("Enter")
