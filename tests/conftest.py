@@ -37,8 +37,13 @@ def with_(data: dict, **changes) -> dict:
 
 
 # Knob-change times measured in the browser (tests/test_browser.py): scenario → [(knob, seconds until the
-# headline shows it, seconds until the page is done)].
+# headline shows it, seconds until the page is done)], printed at the end of the run.
 KNOB_TIMINGS = pytest.StashKey[dict]()
+
+
+@pytest.fixture(scope="session")
+def knob_timings(request) -> dict:
+    return request.config.stash.setdefault(KNOB_TIMINGS, {})
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

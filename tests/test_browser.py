@@ -29,7 +29,6 @@ if str(ROOT) not in sys.path:
 
 from dashboard import core  # noqa: E402
 from dashboard.panel import PAGES  # noqa: E402
-from tests.conftest import KNOB_TIMINGS  # noqa: E402
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = os.environ.get("TWIN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -254,7 +253,7 @@ KNOB_CHANGES = {
 
 
 @pytest.mark.parametrize("scenario", list(KNOB_CHANGES))
-def test_a_knob_change_shows_in_the_headline_in_time(tab, request, scenario):
+def test_a_knob_change_shows_in_the_headline_in_time(tab, knob_timings, scenario):
     tab.choose_scenario(scenario)
     tab.go("overview")
     shown = []
@@ -264,7 +263,7 @@ def test_a_knob_change_shows_in_the_headline_in_time(tab, request, scenario):
         state = tab.state()
         assert_drawn_cleanly(tab, state, f"{scenario} {label} = {value}")
         assert not state["errors"], state["errors"]
-        request.config.stash.setdefault(KNOB_TIMINGS, {}).setdefault(scenario, []).append((label, seconds, done))
+        knob_timings.setdefault(scenario, []).append((label, seconds, done))
     # The median change, so that one hiccup does not decide; not judged while other work crowds the cores
     # (the times are printed at the end of the run either way).
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
