@@ -121,6 +121,8 @@ def knobs_from(scenario: Scenario) -> Knobs:
     """The knob values a scenario implies."""
     if scenario.serving is not None:
         return _serving_knobs(scenario)
+    if scenario.jobs is not None:
+        return _jobs_knobs(scenario)
     c, t, p = scenario.cluster, scenario.training, scenario.training.parallelism
     interval = t.checkpoint.interval
     return Knobs(
@@ -144,6 +146,19 @@ def _serving_knobs(scenario: Scenario) -> Knobs:
         recompute="selective", zero=1, precision=sv.precision, tokens_billion=1.0, country=scenario.site.country,
         pue=scenario.site.pue, gpu_power_cap_w=c.gpu_power_cap or 0.0, checkpoint_min=0.0, failures=False,
         failure_profile=scenario.failures.profile, workload="serving",
+    )
+
+
+def _jobs_knobs(scenario: Scenario) -> Knobs:
+    """A cluster-operations scenario's knobs: the cluster, the site and failures; training's at neutral values
+    (each job's plan is its template's)."""
+    c = scenario.cluster
+    return Knobs(
+        node=c.node, nodes=c.nodes, spare_nodes=c.spare_nodes, tensor=1, pipeline=1, data=0, microbatch=1,
+        global_batch=1, schedule="1f1b", recompute="selective", zero=1, precision="bf16", tokens_billion=1.0,
+        country=scenario.site.country, pue=scenario.site.pue, gpu_power_cap_w=c.gpu_power_cap or 0.0,
+        checkpoint_min=0.0, failures=scenario.failures.enabled, failure_profile=scenario.failures.profile,
+        workload="jobs",
     )
 
 

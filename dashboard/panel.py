@@ -27,6 +27,7 @@ PAGES = {
     "job": "Job",
     "compare": "Compare",
     "serving": "Serving",
+    "operations": "Cluster operations",
 }
 EDITS = "yaml_edits"          # session key: {source id: edited YAML text}
 PINS = "pins"                 # session key: {"source": source id, "items": [knob name → value, ...]}
@@ -35,6 +36,9 @@ URL_SOURCE = "url_source"     # session key: the source whose knobs the URL desc
 REFINED = "refined"           # session key: fingerprint of the what-if run with all its failure samples
 PIN_PARAM = "pin"
 KNOB_NAMES = [f.name for f in fields(core.Knobs) if f.name != "workload"]   # the workload is not a knob
+# What the Nodes knob counts, by workload section.
+NODES_HELP = {"training": "nodes the job runs on", "serving": "nodes to serve on",
+              "jobs": "nodes of the shared cluster"}
 
 
 @dataclass
@@ -251,24 +255,26 @@ def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
 
     v: dict[str, Any] = dict(b)           # knobs a page does not show keep their value
     training = start.workload == "training"
+    jobs = start.workload == "jobs"
     with st.sidebar.expander("Cluster", expanded=True):
         v["node"] = select("Node type", "node", catalog_names("nodes"), help="from the node catalog")
-        v["nodes"] = integer("Nodes", "nodes", 1, help="nodes the job runs on" if training else "nodes to serve on")
-        if training:
+        v["nodes"] = integer("Nodes", "nodes", 1, help=NODES_HELP[start.workload])
+        if training or jobs:
             v["spare_nodes"] = integer("Spare nodes", "spare_nodes", 0, help="hot spares that replace failed nodes")
-    with st.sidebar.expander("Parallel plan" if training else "Replica"):
-        v["tensor"] = select("Tensor parallel (TP)", "tensor", [1, 2, 4, 8, 16, 32])
-        v["pipeline"] = integer("Pipeline parallel (PP)", "pipeline", 1)
-        if training:
-            v["data"] = integer("Data parallel (DP; 0 = auto)", "data", 0)
-            v["microbatch"] = integer("Micro-batch [sequences]", "microbatch", 1)
-            v["global_batch"] = integer("Global batch [sequences]", "global_batch", 1)
-            v["schedule"] = select("Pipeline schedule", "schedule", list(core.SCHEDULES))
-            v["recompute"] = select("Activation recomputation", "recompute", list(core.RECOMPUTE))
-            v["zero"] = select("ZeRO stage", "zero", [0, 1, 2, 3])
-        else:
-            v["precision"] = select("Precision", "precision", list(core.SERVING_PRECISIONS),
-                                    help="weights and GEMMs; int4 is weight-only")
+    if not jobs:
+        with st.sidebar.expander("Parallel plan" if training else "Replica"):
+            v["tensor"] = select("Tensor parallel (TP)", "tensor", [1, 2, 4, 8, 16, 32])
+            v["pipeline"] = integer("Pipeline parallel (PP)", "pipeline", 1)
+            if training:
+                v["data"] = integer("Data parallel (DP; 0 = auto)", "data", 0)
+                v["microbatch"] = integer("Micro-batch [sequences]", "microbatch", 1)
+                v["global_batch"] = integer("Global batch [sequences]", "global_batch", 1)
+                v["schedule"] = select("Pipeline schedule", "schedule", list(core.SCHEDULES))
+                v["recompute"] = select("Activation recomputation", "recompute", list(core.RECOMPUTE))
+                v["zero"] = select("ZeRO stage", "zero", [0, 1, 2, 3])
+            else:
+                v["precision"] = select("Precision", "precision", list(core.SERVING_PRECISIONS),
+                                        help="weights and GEMMs; int4 is weight-only")
     if training:
         with st.sidebar.expander("Training"):
             v["precision"] = select("Precision", "precision", list(core.PRECISIONS))
@@ -278,9 +284,11 @@ def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
                                      help="ISO 3166 alpha-2 (FR) or alpha-3 (FRA)")
         v["pue"] = number("PUE [facility W / IT W]", "pue", 1.0, 0.01, "%.2f")
         v["gpu_power_cap_w"] = number("GPU power cap [W] (0 = none)", "gpu_power_cap_w", 0.0, 25.0, "%.0f")
-    if training:
+    if training or jobs:
         with st.sidebar.expander("Reliability"):
-            v["checkpoint_min"] = number("Checkpoint interval [min] (0 = auto)", "checkpoint_min", 0.0, 5.0, "%.1f")
+            if training:
+                v["checkpoint_min"] = number("Checkpoint interval [min] (0 = auto)", "checkpoint_min", 0.0, 5.0,
+                                             "%.1f")
             v["failures"] = st.toggle("Simulate failures", value=b["failures"], key=key("failures"))
             v["failure_profile"] = select("Failure profile", "failure_profile", catalog_names("failure_profiles"))
     return core.Knobs(**v)

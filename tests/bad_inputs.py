@@ -152,6 +152,7 @@ def meaning_cases() -> list[tuple[str, bytes, str]]:
         ("name not text", dump(with_value("name", ["a"])), "name"),
         ("very long name", dump(with_value("name", "n" * 5000)), "name"),
         ("very long unknown key", dump(with_value("k" * 5000, 1)), "k"),
+        ("control characters in a key", dump(with_value("cluster.no\x1ede\u2028s", 1)), "cluster.no\\x1ede"),
         ("embodied llmcarbon without die area", dump(with_value("site.embodied", {"enabled": True,
                                                                                  "method": "llmcarbon"},
                                                                 with_value("cluster.node", "l4-8"))),

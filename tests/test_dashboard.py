@@ -64,14 +64,55 @@ def assert_clean(at: AppTest) -> None:
 
 
 TITLES = {"scenario": "Scenario", "overview": "Overview", "cluster": "Cluster", "step": "Training step", "job": "Job",
-          "compare": "Compare", "serving": "Serving"}
-SERVING_SCENARIOS = [s for s in core.shipped_scenarios(ROOT / "scenarios") if s.startswith("serve-")]
+          "compare": "Compare", "serving": "Serving", "operations": "Cluster operations"}
+
+
+def workload_of(name: str) -> str:
+    """The workload section a shipped scenario holds."""
+    data = yaml.safe_load((ROOT / "scenarios" / name).read_text(encoding="utf-8"))
+    return next(w for w in ("training", "serving", "jobs") if w in data)
+
+
+SERVING_SCENARIOS = [s for s in core.shipped_scenarios(ROOT / "scenarios") if workload_of(s) == "serving"]
+OPERATIONS_SCENARIOS = [s for s in core.shipped_scenarios(ROOT / "scenarios") if workload_of(s) == "jobs"]
 
 
 def test_a_training_scenario_sends_the_reader_from_the_serving_page_to_its_own():
     at = app("serving")
     assert_clean(at)
     assert any("for serving scenarios" in i.value for i in at.info)
+    at.sidebar.radio(key="page").set_value("operations")
+    at.run()
+    assert_clean(at)
+    assert any("for many jobs on one cluster" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("scenario", OPERATIONS_SCENARIOS)
+def test_operations_scenarios_draw_the_cluster_operations_page_and_a_note_elsewhere(scenario):
+    at = app("operations", scenario)
+    assert_clean(at)
+    labels = {m.label for m in at.metric}
+    assert {"Jobs finished", "GPUs held", "Queue wait P50", "Fragmented GPUs", "Peak facility power"} <= labels
+    assert all(re.search(r"[^\d\s.,]", m.value) for m in at.metric), "every headline number has its unit"
+    assert len(at.get("plotly_chart")) == 5, "utilisation, power, Gantt, waits, placement"
+    assert len(at.dataframe) == 2, "waits by size, tenants"
+    for page in ("overview", "cluster", "step", "job", "compare", "serving"):
+        at.sidebar.radio(key="page").set_value(page)
+        at.run()
+        assert_clean(at)
+        assert any("Cluster operations page" in i.value for i in at.info), page
+        assert not at.get("plotly_chart")
+    at.sidebar.radio(key="page").set_value("scenario")
+    at.run()
+    assert_clean(at)
+
+
+def test_the_operations_page_compares_scheduler_policies():
+    at = app("operations", OPERATIONS_SCENARIOS[0])
+    at.selectbox(key="ops.policy").set_value("fifo")
+    at.run()
+    assert_clean(at)
+    assert any("jobs.scheduler.policy" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("scenario", SERVING_SCENARIOS)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m twin run | fit | capacity | catalog | topology | validate``.
+"""Command line: ``python -m twin run | fit | capacity | catalog | topology | validate | convert-trace``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -147,6 +147,19 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convert_trace(args: argparse.Namespace) -> int:
+    from twin.operations.traces import convert_helios
+
+    target = check_file(args.target, "target")
+    text, jobs = convert_helios(args.source)
+    try:
+        write_atomic(target, text)
+    except OSError as exc:
+        raise ScenarioError("target", f"cannot write '{target}': {exc.strerror}") from None
+    print(f"wrote {target}: {jobs:,} jobs in the twin's trace format (jobs.trace, docs/operations.md)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m twin",
                                 description="A digital twin of GPU clusters for LLM training and serving.")
@@ -189,6 +202,12 @@ def parser() -> argparse.ArgumentParser:
     val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")
     val.add_argument("--cases", metavar="YAML", nargs="+", help="case files to run instead of the shipped ones")
     val.set_defaults(func=_cmd_validate)
+
+    conv = sub.add_parser("convert-trace", help="convert a public GPU-cluster trace into the twin's trace format")
+    conv.add_argument("format", choices=["helios"], help="helios: SenseTime Helios cluster_log.csv (SC '21)")
+    conv.add_argument("source", help="the trace file to read")
+    conv.add_argument("target", help="the CSV file to write (for jobs.trace)")
+    conv.set_defaults(func=_cmd_convert_trace)
     return p
 
 

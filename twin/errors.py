@@ -23,11 +23,17 @@ class ScenarioError(TwinError):
     """Bad input: names the field, the value and what is allowed, in one line."""
 
     def __init__(self, field: str, message: str):
+        field = _printable(field)
         if len(field) > MAX_FIELD_CHARS:
             field = field[:MAX_FIELD_CHARS - 1] + "…"
         self.field = field
-        message = " ".join(str(message).split())          # one line, whatever the value held
+        message = _printable(" ".join(str(message).split()))     # one line, whatever the value held
         super().__init__(f"{field}: {message}" if field else message)
+
+
+def _printable(text: str) -> str:
+    """Control characters (a key may hold anything a file does) written as escapes: one printable line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 class InfeasibleError(ScenarioError):

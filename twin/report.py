@@ -62,6 +62,8 @@ def summary(record: dict[str, Any]) -> str:
     """The terminal summary of a run's JSON record (``to_dict()`` of a result): every number with its unit."""
     if record.get("workload") == "serving":
         return serving_summary(record)
+    if record.get("workload") == "operations":
+        return operations_summary(record)
     return training_summary(record)
 
 
@@ -314,6 +316,103 @@ def _capacity_row(r: dict[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
+# Cluster operations
+
+
+def _duration(seconds: float) -> str:
+    """A duration, with no wait written as 0 s."""
+    return "0 s" if seconds == 0 else fmt_duration(seconds)
+
+
+def _spread(p: dict[str, Any], fmt=_duration) -> str:
+    """P50 / P90 / P99 of a percentile record; n/a when it counts nothing."""
+    if not p or not p.get("count"):
+        return "n/a"
+    return " / ".join(fmt(p[q]) for q in ("p50", "p90", "p99"))
+
+
+def _times(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def operations_summary(record: dict[str, Any]) -> str:
+    """The terminal summary of a cluster-operations record (``OperationsResult.to_dict()``)."""
+    r = record
+    u, w, p, f, e = r["utilisation"], r["wait_s"], r["power"], r["failures"], r["energy"]
+    site, units = r["country"], r["scalable_units"]
+    out = [f"twin — {r['scenario']}", ""]
+    out.append(f"Cluster       {r['nodes']:,} nodes of {r['gpus_per_node']} GPUs ({r['gpus_total']:,} GPUs), "
+               f"{r['spare_nodes']} in the spare pool; {r['topology']}, {units} scalable unit{'s' * (units != 1)} of "
+               f"{r['nodes_per_su']}, 1:{r['oversubscription']:g}")
+    out.append(f"Scheduler     {r['policy']}, {r['placement']} placement; {r['jobs_submitted']:,} jobs over "
+               f"{fmt_duration(r['makespan_s'])} (horizon {fmt_duration(r['horizon_s'])})")
+    out.append(f"Jobs          {r['jobs_finished']:,} finished, {r['jobs_timed_out']:,} at their time limit, "
+               f"{r['jobs_unfinished']:,} unfinished; {r['spanning_jobs']:,} started over more than one scalable unit")
+    out.append(f"Utilisation   GPUs held {u['allocated']:.1%}, working {u['busy']:.1%}; "
+               f"{u['gpu_hours_allocated']:,.0f} GPU-hours held; fragmented {u['fragmented_gpus']:,.1f} GPUs "
+               f"({u['fragmented']:.1%}) on average (free GPUs no waiting job can use)")
+    out.append(f"Queue wait    P50/P90/P99 {_spread(w['all'])} (mean {_duration(w['all']['mean'] or 0.0)})"
+               + (f"; carbon-aware holds {_spread(w['hold'])}" if w["hold"]["count"] else ""))
+    out.append(f"Completion    turnaround P50/P90/P99 {_spread(r['turnaround_s'])}; slowdown "
+               f"{_spread(r['slowdown'], _times)}")
+    out.append(f"Placement     step time over packed: mean {_times(r['step_slowdown']['mean'] or 1.0)}; jobs over "
+               f"several units P50/P90/P99 {_spread(r['step_slowdown_spanning'], _times)}")
+    for name, svc in r["services"].items():
+        on = f"{svc['devices']:,} MIG {svc['profile']} instances on {svc['gpus']:,} GPUs" if svc["profile"] else \
+            f"{svc['gpus']:,} GPUs"
+        out.append(f"Serving       {name}: {svc['replicas']:,} replicas on {on}; "
+                   f"{svc['requests_per_s']:,.2f} requests/s, "
+                   f"p99 TTFT {fmt_duration(svc['ttft_p99_s'])}, SLO {'met' if svc['slo_met'] else 'NOT met'}")
+    if f["enabled"]:
+        out.append(f"Failures      {f['node_failures']:,} node failures, {f['interruptions']:,} job interruptions; "
+                   f"{f['replacements']:,} failed nodes replaced ({f['spare_swaps']:,} from the spare pool); "
+                   f"work lost {fmt_duration(f['lost_work_s'])}")
+    limit = p["limit_w"]
+    out.append(f"Power         facility mean {fmt_si(p['mean_facility_w'], 'W')}, "
+               f"peak {fmt_si(p['peak_facility_w'], 'W')}"
+               + (f" against a {fmt_si(limit, 'W')} limit: {p['hours_over_limit']:,.1f} h over" if limit else ""))
+    cluster, jobs = e["cluster"], e["jobs"]
+    share = jobs["energy_it_kwh"] / cluster["energy_it_kwh"] if cluster["energy_it_kwh"] else 0.0
+    out.append(f"Energy        IT {cluster['energy_it_kwh'] / 1e3:,.1f} MWh, facility "
+               f"{cluster['energy_facility_kwh'] / 1e3:,.1f} MWh (PUE {p['pue']:.2f}); jobs {share:.0%}, idle nodes, "
+               "spares and fabric the rest")
+    aware = r["carbon_aware"]
+    if aware:
+        out.append(f"Carbon-aware  {aware['deferred_jobs']:,} deferrable jobs held "
+                   f"{fmt_duration(aware['mean_hold_s'])} "
+                   f"on average: {aware['saved_kg'][site]:,.0f} kg CO2e saved at the site "
+                   f"({aware['saved_kg'][site] / aware['baseline_carbon_kg'][site]:.2%}); mean wait "
+                   f"{fmt_duration(aware['mean_wait_s'] or 0.0)} against "
+                   f"{fmt_duration(aware['baseline_mean_wait_s'] or 0.0)}")
+    rows = []
+    for c in r["countries"]:
+        code = c["code"]
+        cost = cluster["energy_cost_eur"][code]
+        rows.append([code + (" (site)" if code == site else ""),
+                     f"{c['intensity_g_per_kwh']:.0f} g CO2e/kWh " + ("hourly" if c["hourly"] else "annual"),
+                     f"{cluster['carbon_kg'][code] / 1e3:,.1f} t CO2e",
+                     f"{cost:,.0f} EUR" if cost is not None else "n/a"])
+    out += ["", table(rows, ["country", "intensity", "carbon", "energy cost"])]
+    rental = cluster["rental_cost_eur"]
+    rows = []
+    for name, t in r["tenants"].items():
+        jobs_n = sum(1 for j in r["jobs"] if j["tenant"] == name)
+        cost = t["energy_cost_eur"][site]
+        wait = w["by_tenant"].get(name, {})
+        rows.append([name, f"{jobs_n:,}", _spread(wait), f"{t['gpu_hours']:,.0f}",
+                     f"{t['energy_facility_kwh'] / 1e3:,.1f} MWh", f"{t['carbon_kg'][site] / 1e3:,.2f} t",
+                     f"{cost:,.0f} EUR" if cost is not None else "n/a"]
+                    + ([f"{t['rental_cost_eur']:,.0f} EUR"] if rental is not None else []))
+    out += ["", table(rows, ["tenant", "jobs", "wait P50/P90/P99", "GPU-hours", "energy (facility)",
+                             f"carbon ({site})", f"energy cost ({site})"] + (["rental"] if rental is not None else []))]
+    rows = [[size, f"{v['count']:,}", _spread(v)] for size, v in w["by_size"].items()]
+    out += ["", table(rows, ["job size", "jobs", "wait P50/P90/P99"])]
+    for warning in r["warnings"]:
+        out.append(f"warning: {warning}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
 # Markdown: the report ``python -m twin run --report FILE.md`` writes and the dashboard exports
 
 
@@ -354,6 +453,8 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
     if result.get("workload") == "serving":
         out += _serving_overview(result, image)
         return MarkdownReport("\n".join(out).rstrip() + "\n", figures)
+    if result.get("workload") == "operations":      # the cluster's jobs: the summary as the terminal prints it
+        return MarkdownReport("\n".join([*out, "```", operations_summary(result), "```"]) + "\n", figures)
     problem = infeasibility(result)
     if problem:
         out += [f"> **{problem.title}**: {problem.detail}.", ">", "> What would fix it:"]

@@ -18,7 +18,12 @@ from twin.engine.iteration import Span
 from twin.engine.job import Event, FailureSummary, Segment
 from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
+from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import FabricSummary
+from twin.operations.accounting import Accounts, Charge
+from twin.operations.cluster import ClusterRun, JobOutcome
+from twin.operations.jobs import Service
+from twin.operations.metrics import Completion, PowerUse, Quantiles, Timeline, Utilisation, Waits
 from twin.power.assess import PowerAssessment
 from twin.power.serving import ServingPower
 from twin.serving.capacity import Capacity, Sizing
@@ -490,6 +495,175 @@ def capacity_record(r: CapacityResult) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "warnings": list(r.warnings),
     }
+
+
+# ---------------------------------------------------------------------------
+# Cluster operations (jobs: scenarios)
+
+
+@dataclass(frozen=True)
+class CarbonAware:
+    """The carbon-aware policy against the same jobs played without it."""
+    deferred_jobs: int
+    mean_hold_s: float
+    window_s: float                          # both runs counted over this span (the longer makespan)
+    carbon_kg: dict[str, float]              # the whole cluster over the window, per country
+    baseline_carbon_kg: dict[str, float]
+    saved_kg: dict[str, float]
+    mean_wait_s: float | None
+    baseline_mean_wait_s: float | None
+    makespan_s: float
+    baseline_makespan_s: float
+
+
+@dataclass(frozen=True)
+class OperationsResult:
+    """The answer for a ``jobs:`` scenario: many jobs on one cluster."""
+    scenario: str
+    cluster: ClusterSpec
+    fabric: FabricSummary
+    policy: str
+    placement: str
+    horizon_s: float
+    seed: int
+    run: ClusterRun
+    accounts: Accounts
+    waits: Waits
+    completion: Completion
+    utilisation: Utilisation
+    power: PowerUse
+    timeline: Timeline
+    carbon_aware: CarbonAware | None
+    failures_enabled: bool
+    country: str
+    services: dict[str, Service] = field(default_factory=dict)    # serving templates the jobs ran
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> tuple[JobOutcome, ...]:
+        return self.run.jobs
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(operations_record(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+def _percentile_record(p: Quantiles) -> dict[str, Any]:
+    return {"count": p.count, "mean": p.mean, "p50": p.p50, "p90": p.p90, "p99": p.p99}
+
+
+def _charge(c: Charge) -> dict[str, Any]:
+    return {"energy_it_kwh": c.energy_it_kwh, "energy_facility_kwh": c.energy_facility_kwh, "gpu_hours": c.gpu_hours,
+            "carbon_kg": dict(c.carbon_kg), "energy_cost_eur": dict(c.energy_cost_eur),
+            "rental_cost_eur": c.rental_cost_eur}
+
+
+def _job(j: JobOutcome, c: Charge) -> dict[str, Any]:
+    return {
+        "name": j.name, "tenant": j.tenant, "template": j.template, "origin": j.origin, "status": j.status,
+        "gpus": j.gpus, "gpus_used": j.gpus_used, "gpus_allocated": j.gpus_allocated,
+        "submit_s": j.submit_s, "release_s": j.release_s, "carbon_hold_s": j.carbon_hold_s, "start_s": j.start_s,
+        "end_s": j.end_s,
+        "wait_s": j.wait_s, "turnaround_s": j.turnaround_s, "ideal_s": j.ideal_s,
+        "slowdown": j.turnaround_s / j.ideal_s if j.turnaround_s is not None else None,
+        "iterations": j.iterations, "iterations_done": j.iterations_done,
+        "packed_step_s": j.packed_step_s, "mean_step_s": j.mean_step_s,
+        "placement": list(j.placement), "scalable_units": j.scalable_units,
+        "interruptions": j.interruptions, "lost_work_s": j.lost_work_s, "restart_s": j.restart_s,
+        "repair_wait_s": j.repair_wait_s, "reserved_start_s": j.reserved_start_s,
+        "nodes": [[s.node, s.start_s, s.end_s] for s in j.node_spans],
+    } | _charge(c)
+
+
+def operations_record(r: OperationsResult) -> dict[str, Any]:
+    """The JSON record of a cluster-operations result (docs/results.md, "Operations records")."""
+    run, u, w, c, p, t, a = r.run, r.utilisation, r.waits, r.completion, r.power, r.timeline, r.accounts
+    aware = r.carbon_aware
+    return {
+        "scenario": r.scenario,
+        "workload": "operations",
+        "schema_version": SCHEMA_VERSION,
+        "gpus_total": r.cluster.gpus,
+        "nodes": r.cluster.nodes,
+        "spare_nodes": r.cluster.spare_nodes,
+        "gpus_per_node": r.cluster.node.gpus,
+        "node": r.cluster.node.name,
+        "scalable_units": r.fabric.scalable_units,
+        "nodes_per_su": r.fabric.nodes_per_su,
+        "oversubscription": r.fabric.oversubscription,
+        "topology": r.fabric.topology,
+        "node_su": list(run.node_su),
+        "policy": r.policy,
+        "placement": r.placement,
+        "horizon_s": r.horizon_s,
+        "seed": r.seed,
+        "makespan_s": run.end_s,
+        "jobs_submitted": len(run.jobs),
+        "jobs_finished": c.finished,
+        "jobs_timed_out": c.timed_out,
+        "jobs_unfinished": c.unfinished,
+        "utilisation": {"allocated": u.allocated, "busy": u.busy, "gpu_hours_allocated": u.gpu_hours_allocated,
+                        "gpu_hours_jobs": u.gpu_hours_jobs, "fragmented_gpus": u.fragmented_gpus,
+                        "fragmented": u.fragmented},
+        "wait_s": {"all": _percentile_record(w.all),
+                   "by_tenant": {k: _percentile_record(v) for k, v in w.by_tenant.items()},
+                   "by_size": {k: _percentile_record(v) for k, v in w.by_size.items()},
+                   "hold": _percentile_record(w.hold)},
+        "turnaround_s": _percentile_record(c.turnaround_s),
+        "slowdown": _percentile_record(c.slowdown),
+        "step_slowdown": _percentile_record(c.step_slowdown),
+        "spanning_jobs": c.spanning_jobs,
+        "step_slowdown_spanning": _percentile_record(c.step_slowdown_spanning),
+        "power": {"pue": p.pue, "mean_facility_w": p.mean_facility_w, "peak_facility_w": p.peak_facility_w,
+                  "limit_w": p.limit_w, "hours_over_limit": p.hours_over_limit,
+                  "share_over_limit": p.share_over_limit, "base_it_w": run.base_it_w,
+                  "infrastructure_w": run.infrastructure_w, "node_idle_w": run.node_idle_w},
+        "energy": {"cluster": _charge(a.cluster), "jobs": _charge(_sum(a.jobs, a.cluster)),
+                   "overhead": _charge(a.overhead)},
+        "tenants": {k: _charge(v) for k, v in a.tenants.items()},
+        "countries": [{"code": g.code, "name": g.name, "intensity_g_per_kwh": g.annual_g_per_kwh,
+                       "intensity_source": g.intensity_source, "hourly": g.hourly,
+                       "price_eur_per_kwh": g.price_eur_per_kwh, "price_source": g.price_source}
+                      for g in a.countries],
+        "country": r.country,
+        "carbon_aware": None if aware is None else {
+            "deferred_jobs": aware.deferred_jobs, "mean_hold_s": aware.mean_hold_s, "window_s": aware.window_s,
+            "carbon_kg": aware.carbon_kg,
+            "baseline_carbon_kg": aware.baseline_carbon_kg, "saved_kg": aware.saved_kg,
+            "mean_wait_s": aware.mean_wait_s, "baseline_mean_wait_s": aware.baseline_mean_wait_s,
+            "makespan_s": aware.makespan_s, "baseline_makespan_s": aware.baseline_makespan_s},
+        "failures": {"enabled": r.failures_enabled, "node_failures": run.failures,
+                     "by_component": dict(run.failures_by_component), "replacements": run.replacements,
+                     "spare_swaps": run.spare_swaps,
+                     "interruptions": sum(j.interruptions for j in run.jobs),
+                     "lost_work_s": sum(j.lost_work_s for j in run.jobs)},
+        "timeline": {"bin_s": t.bin_s, "start_s": list(t.start_s), "gpus_allocated": list(t.gpus_allocated),
+                     "gpus_busy": list(t.gpus_busy), "queued": list(t.queued), "running": list(t.running),
+                     "fragmented_gpus": list(t.fragmented_gpus), "facility_w": list(t.facility_w),
+                     "facility_peak_w": list(t.facility_peak_w)},
+        "services": {name: _plain(svc) | {"devices": svc.devices, "gpus": svc.gpus}
+                     for name, svc in r.services.items()},
+        "simulation": {"events": run.events, "steps_priced": run.steps_priced},
+        "jobs": [_job(j, ch) for j, ch in zip(run.jobs, a.jobs)],
+        "warnings": list(r.warnings),
+        "sources": dict(r.sources),
+    }
+
+
+def _sum(charges: tuple[Charge, ...], like: Charge) -> Charge:
+    """The jobs' charges added up."""
+    return Charge(
+        energy_it_kwh=sum(c.energy_it_kwh for c in charges),
+        energy_facility_kwh=sum(c.energy_facility_kwh for c in charges),
+        gpu_hours=sum(c.gpu_hours for c in charges),
+        carbon_kg={k: sum(c.carbon_kg[k] for c in charges) for k in like.carbon_kg},
+        energy_cost_eur={k: None if like.energy_cost_eur[k] is None else sum(c.energy_cost_eur[k] for c in charges)
+                         for k in like.energy_cost_eur},
+        rental_cost_eur=None if like.rental_cost_eur is None else sum(c.rental_cost_eur for c in charges),
+    )
 
 
 def _finite(value: Any) -> Any:

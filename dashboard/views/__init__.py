@@ -10,14 +10,20 @@ import streamlit as st
 from dashboard import panel
 from dashboard.panel import PAGES, Context
 
+# Each workload section in words, and where its results are drawn.
+WORKLOAD_NAMES = {"training": "training", "serving": "serving", "jobs": "many jobs on one cluster (jobs:)"}
+WORKLOAD_PAGES = {"training": "the Overview page and the training pages", "serving": "the Serving page",
+                  "jobs": "the Cluster operations page"}
+
 
 def render(ctx: Context) -> None:
     """Draw the page the sidebar selected."""
-    from dashboard.views import cluster, compare, job, overview, scenario, serving, step
+    from dashboard.views import cluster, compare, job, operations, overview, scenario, serving, step
 
     pages: dict[str, Callable[[Context], None]] = {
         "scenario": scenario.render, "overview": overview.render, "cluster": cluster.render,
         "step": step.render, "job": job.render, "compare": compare.render, "serving": serving.render,
+        "operations": operations.render,
     }
     st.title(PAGES[ctx.page])
     if ctx.result:
@@ -29,8 +35,9 @@ def render(ctx: Context) -> None:
 def needs_result(ctx: Context, workload: str = "training") -> bool:
     """True when there is a result of ``workload`` to draw; otherwise say why not (one line, never a traceback)."""
     if ctx.knobs is not None and ctx.knobs.workload != workload:
-        other = "the Serving page" if ctx.knobs.workload == "serving" else "the Overview page and the training pages"
-        st.info(f"This page is for {workload} scenarios; {ctx.source} describes {ctx.knobs.workload}: see {other}.")
+        other = WORKLOAD_PAGES[ctx.knobs.workload]
+        st.info(f"This page is for {WORKLOAD_NAMES[workload]} scenarios; {ctx.source} describes "
+                f"{WORKLOAD_NAMES[ctx.knobs.workload]}: see {other}.")
         return False
     if ctx.result is not None:
         return True

@@ -12,33 +12,36 @@ from typing import Any
 
 from twin import catalog
 from twin.api.specs import cluster_of
+from twin.api.operations import simulate_operations
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
 from twin.api.training import Built, build, memory_of, simulate_training, step_of
 from twin.network.collectives import CommModel, FabricSummary
-from twin.results import CapacityResult, Result, ServingResult
+from twin.results import CapacityResult, OperationsResult, Result, ServingResult
 from twin.scenario import Scenario, decode, load_scenario, parse_scenario, parse_yaml, with_overrides
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
-__all__ = ["Built", "Result", "ServingResult", "CapacityResult", "Scenario", "build", "memory_of", "step_of",
-           "simulate", "run_file", "run_dict", "run_text", "capacity", "capacity_file", "gpus_for_rate",
+__all__ = ["Built", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build", "memory_of",
+           "step_of", "simulate", "run_file", "run_dict", "run_text", "capacity", "capacity_file", "gpus_for_rate",
            "fabric_file", "catalog_names", "load_scenario", "parse_scenario", "parse_yaml", "decode",
            "scenario_from_text", "with_overrides"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult:
-    """Answer a scenario, training or serving as its workload section says; ``closed_form`` plays a
-    training step with the analytic schedule instead of SimPy."""
+def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult | OperationsResult:
+    """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
+    ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
     if scenario.workload == "serving":
         return simulate_serving(scenario)
+    if scenario.workload == "jobs":
+        return simulate_operations(scenario)
     return simulate_training(scenario, closed_form)
 
 
-def run_file(path: str | Path) -> Result | ServingResult:
+def run_file(path: str | Path) -> Result | ServingResult | OperationsResult:
     return simulate(load_scenario(path))
 
 
-def run_dict(data: dict[str, Any]) -> Result | ServingResult:
+def run_dict(data: dict[str, Any]) -> Result | ServingResult | OperationsResult:
     return simulate(parse_scenario(data))
 
 
@@ -57,7 +60,7 @@ def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
     return parse_scenario(parse_yaml(text, source), source)
 
 
-def run_text(text: str, source: str = "scenario") -> Result | ServingResult:
+def run_text(text: str, source: str = "scenario") -> Result | ServingResult | OperationsResult:
     return simulate(scenario_from_text(text, source))
 
 

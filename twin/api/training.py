@@ -57,6 +57,46 @@ class Built:
     fp8_recipe: str
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """A training section compiled for a set of GPUs: model, plan, stack, operator model and memory.
+
+    Where its groups land is the caller's: ``costs`` prices the step on any placement.
+    """
+    training: Training
+    model: ModelSpec
+    plan: ParallelPlan
+    stack: StackProfile
+    ops: OperatorModel
+    memory: MemoryBreakdown
+    finetune: FinetuneSpec
+    fp8_recipe: str
+
+    def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
+        """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""
+        return step_costs(self.model, self.plan, self.ops, comm, placement, self.stack, self.finetune)
+
+
+def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Compiled:
+    """Model, plan over the cluster's working GPUs, stack, operator model and memory of a training section."""
+    model = model_of(tr.model)
+    gpu = cluster.node.gpu
+    try:
+        gpu.peak(tr.precision)
+    except KeyError:
+        supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
+        raise ScenarioError(f"{where}.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
+                            f"supported: {supported}") from None
+    stack = stack_of(tr)
+    plan = resolve_plan(plan_request_of(tr.parallelism, stack), model, cluster, tr.global_batch, tr.seq_len)
+    ft = finetune_of(tr, model)
+    fp8_recipe = tr.fp8_recipe or "hybrid"
+    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
+                        attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
+    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, ft, fp8_recipe)
+    return Compiled(tr, model, plan, stack, ops, memory, ft, fp8_recipe)
+
+
 def build(scenario: Scenario, comms: dict | None = None) -> Built:
     """Hardware, model, plan, placement and per-stage costs of a training scenario.
 
@@ -66,33 +106,17 @@ def build(scenario: Scenario, comms: dict | None = None) -> Built:
     """
     tr = scenario.training
     cluster = cluster_of(scenario.cluster)
-    model = model_of(tr.model)
-    gpu = cluster.node.gpu
-    try:
-        gpu.peak(tr.precision)
-    except KeyError:
-        supported = ", ".join(p for p in PRECISIONS if p in gpu.peak_flops or p == "fp32")
-        raise ScenarioError("training.precision", f"{tr.precision} has no tensor-core peak on {gpu.name}; "
-                            f"supported: {supported}") from None
-    stack = stack_of(tr)
-    request = plan_request_of(tr.parallelism, stack)
-    plan = resolve_plan(request, model, cluster, tr.global_batch, tr.seq_len)
-    placement = place(plan, cluster.node.gpus, request.order)
     efficiency = Efficiency.calibrated(scenario.efficiency)
-    ft = finetune_of(tr, model)
-    fp8_recipe = tr.fp8_recipe or "hybrid"
-    ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
-                        attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
+    c = compile_training(tr, cluster, efficiency)
+    placement = place(c.plan, cluster.node.gpus, tr.parallelism.order)
     key = (cluster.node.name, cluster.nodes, cluster.fabric, cluster.storage, efficiency, placement)
     comm = comms.get(key) if comms is not None else None
     if comm is None:
         comm = CommModel(cluster, efficiency, placement)
         if comms is not None:
             comms[key] = comm
-    costs = step_costs(model, plan, ops, comm, placement, stack, ft)
-    memory = memory_per_gpu(model, plan, tr.precision, stack.attention, ft, fp8_recipe)
-    return Built(scenario, cluster, model, plan, placement, efficiency, stack, ops, comm, costs, memory, ft,
-                 fp8_recipe)
+    return Built(scenario, cluster, c.model, c.plan, placement, efficiency, c.stack, c.ops, comm,
+                 c.costs(comm, placement), c.memory, c.finetune, c.fp8_recipe)
 
 
 def memory_of(scenario: Scenario) -> tuple[ParallelPlan, MemoryBreakdown, float]:

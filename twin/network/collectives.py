@@ -68,6 +68,15 @@ class CommModel:
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
+    @classmethod
+    def on_fabric(cls, fabric: Fabric, cluster: ClusterSpec, efficiency: Efficiency,
+                  placement: Placement | None = None) -> "CommModel":
+        """A model on a fabric already compiled (with ``efficiency``): many jobs placed on one cluster
+        share its routing tables, and a job's share of contended pools is ``fabric.scaled_pools``."""
+        model = cls(cluster, efficiency, placement, fabric.graph)
+        model._cache["fabric"] = fabric
+        return model
+
     @property
     def fabric(self) -> Fabric:
         fab = self._cache.get("fabric")

@@ -23,6 +23,7 @@ pools of the flows that cross it.
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 
 import networkx as nx
@@ -94,6 +95,7 @@ class Fabric:
                     owner = nodes[low].get("pod")
                 for direction in ("up", "down"):
                     pools.setdefault((owner, direction), [0.0, tier_index[t]])[0] += cap
+        self._first_pool = len(capacity)
         for key, (cap, index) in pools.items():
             self._pool[key] = len(capacity)
             capacity.append(cap)
@@ -106,6 +108,20 @@ class Fabric:
         self._edge_arrays: dict[tuple, np.ndarray] = {}
         self._ends_arrays: tuple | None = None
         self._leaf_pools: tuple | None = None
+
+    # -- switch-tier pools ----------------------------------------------------------------
+    def pool_owners(self) -> dict[int, tuple]:
+        """Resource id of every switch-tier pool → (owner, direction): the owner is a leaf vertex
+        (its up-links to the spines) or a pod index (its spines' links to the core); direction up or down."""
+        return {rid: key for key, rid in self._pool.items()}
+
+    def scaled_pools(self, share: float) -> "Fabric":
+        """This fabric with every switch-tier pool at ``share`` of its capacity: what one job's traffic
+        gets of pools that other jobs' traffic crosses too. Links inside nodes and NICs are untouched."""
+        scaled = copy.copy(self)
+        scaled.capacity_Bps = self.capacity_Bps.copy()
+        scaled.capacity_Bps[self._first_pool:] *= share
+        return scaled
 
     # -- vertices ---------------------------------------------------------------------
     def gpu(self, rank: int) -> tuple:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.power.country import carbon_intensity, country, electricity_price, to_eur
+from twin.power.country import carbon_intensity, electricity_price, site_and_compared, to_eur
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,7 @@ def country_figures(codes: list[str], facility_kwh: float, rental_eur: float | N
                     price_override: tuple[float, str] | None = None) -> list[CountryFigures]:
     """The site (first code) and each compared country; overrides apply to the site only."""
     out: list[CountryFigures] = []
-    seen: set[str] = set()
-    for i, code in enumerate(codes):
-        field = "site.country" if i == 0 else f"site.compare[{i - 1}]"
-        place = country(code, field)
-        if place.alpha2 in seen:
-            continue
-        seen.add(place.alpha2)
+    for i, place in enumerate(site_and_compared(codes)):
         is_site = i == 0
         ci = carbon_intensity(place, intensity_override if is_site else None)
         pr = electricity_price(place, price_override if is_site else None)

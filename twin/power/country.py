@@ -62,6 +62,16 @@ def country(code: str, field: str) -> Country:
     return Country(found.alpha_2, found.alpha_3, found.name)
 
 
+def site_and_compared(codes: list[str]) -> list[Country]:
+    """The site (first code) and each compared country, once each; an unknown code names its key."""
+    out: list[Country] = []
+    for i, code in enumerate(codes):
+        place = country(code, "site.country" if i == 0 else f"site.compare[{i - 1}]")
+        if all(place.alpha2 != other.alpha2 for other in out):
+            out.append(place)
+    return out
+
+
 @dataclass(frozen=True)
 class CarbonIntensity:
     g_per_kwh: float

@@ -23,17 +23,18 @@ from twin.errors import ScenarioError, did_you_mean
 from twin.scenario.cluster import Cluster, Fabric, Storage
 from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
+from twin.scenario.jobs import Jobs, check_jobs
 from twin.scenario.load import decode, parse_yaml, read_text
 from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
 from twin.scenario.training import Checkpoint, InlineModel, Lora, Parallelism, StackOptions, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel", "Lora",
-           "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "parse_scenario", "load_scenario",
-           "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
+           "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario",
+           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "WORKLOADS"]
 
 # The workload sections a scenario may hold; it holds exactly one.
-WORKLOADS = ("training", "serving")
+WORKLOADS = ("training", "serving", "jobs")
 
 EfficiencyValue = number(gt="0", le="1", why="a fraction of a peak or line rate")
 
@@ -47,6 +48,7 @@ class Scenario(Strict):
     site: Site = Site()
     training: Training | None = None
     serving: Serving | None = None
+    jobs: Jobs | None = None
     failures: Failures = Failures()
     efficiency: dict[str, EfficiencyValue] = {}     # overrides of calibrated efficiencies (calibration.yaml)
 
@@ -79,7 +81,8 @@ class Scenario(Strict):
 # Error messages
 
 # Branch names pydantic puts in an error's location; they are not keys a user wrote.
-_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "catalog-stack", "stack-options"}
+_UNION_TAGS = {"str", "int", "float", "bool", "catalog-model", "inline-model", "catalog-stack", "stack-options",
+               "training-template", "serving-template"}
 
 
 def _model_class_at(loc: tuple) -> type[BaseModel] | None:
@@ -161,16 +164,26 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file."""
-    return parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+    """Read and validate a scenario file; a relative ``jobs.trace`` is read beside it."""
+    scenario = parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+    jobs = scenario.jobs
+    if jobs is not None and jobs.trace is not None and not Path(jobs.trace).is_absolute():
+        trace = str(Path(path).parent / jobs.trace)
+        scenario = scenario.model_copy(update={"jobs": jobs.model_copy(update={"trace": trace})})
+    return scenario
 
 
 def _check_catalog_names(scenario: Scenario) -> None:
     """Catalog names resolve, with a 'did you mean' when they do not."""
     catalog.entry("nodes", scenario.cluster.node, "cluster.node")
-    workload = getattr(scenario, scenario.workload)
-    if isinstance(workload.model, str):
-        catalog.entry("models", workload.model, f"{scenario.workload}.model")
+    if scenario.jobs is not None:
+        for where, section in _job_sections(scenario.jobs):
+            if isinstance(section.model, str):
+                catalog.entry("models", section.model, f"{where}.model")
+    else:
+        workload = getattr(scenario, scenario.workload)
+        if isinstance(workload.model, str):
+            catalog.entry("models", workload.model, f"{scenario.workload}.model")
     if scenario.serving is not None:
         for i, alternative in enumerate(scenario.serving.compare):
             if alternative.node is not None:
@@ -195,13 +208,31 @@ def _check_meaning(scenario: Scenario) -> None:
         raise ScenarioError("cluster.fabric.oversubscription", f"{c.fabric.oversubscription:g} is not allowed with "
                             "topology single-switch: every node sits on the one switch (1:1)")
     workload = getattr(scenario, scenario.workload)
-    if isinstance(workload.model, InlineModel):
+    if scenario.jobs is None and isinstance(workload.model, InlineModel):
         _check_inline_model(workload.model, f"{scenario.workload}.model")
     if scenario.training is not None:
         _check_training(scenario.training)
     if scenario.serving is not None and scenario.failures.enabled:
         raise ScenarioError("failures.enabled", "true is not allowed with serving: failures are simulated for "
                             "training jobs; a serving scenario answers the steady state of its replicas")
+    if scenario.jobs is not None:
+        check_jobs(scenario.jobs)
+        for where, section in _job_sections(scenario.jobs):
+            if isinstance(section.model, InlineModel):
+                _check_inline_model(section.model, f"{where}.model")
+            if isinstance(section, Training):
+                _check_training(section, where)
+
+
+def _job_sections(jobs: Jobs) -> list[tuple[str, Training | Serving]]:
+    """Every training or serving section of a jobs: scenario, with its key path."""
+    sections = [(f"jobs.templates.{name}", t) for name, t in jobs.templates.items()]
+    for i, job in enumerate(jobs.list):
+        if job.training is not None:
+            sections.append((f"jobs.list[{i}].training", job.training))
+        if job.serving is not None:
+            sections.append((f"jobs.list[{i}].serving", job.serving))
+    return sections
 
 
 def _check_inline_model(m: InlineModel, where: str) -> None:
@@ -218,28 +249,29 @@ def _check_inline_model(m: InlineModel, where: str) -> None:
         raise ScenarioError(f"{where}.top_k", f"{m.top_k} is more than the {m.experts} experts")
 
 
-def _check_training(tr: Training) -> None:
+def _check_training(tr: Training, section: str = "training") -> None:
     p = tr.parallelism
     if p.virtual_stages > 1 and p.schedule != "interleaved":
-        raise ScenarioError("training.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
+        raise ScenarioError(f"{section}.parallelism.virtual_stages", f"{p.virtual_stages} needs schedule: interleaved "
                             f"(schedule is {p.schedule}, which runs one model chunk per stage)")
-    _check_finetuning(tr)
+    _check_finetuning(tr, section)
 
 
-def _check_finetuning(tr: Training) -> None:
+def _check_finetuning(tr: Training, section: str = "training") -> None:
     if tr.lora is not None and tr.method == "full":
-        raise ScenarioError("training.lora", "adapters need method lora or qlora (method is full: every weight trains)")
+        raise ScenarioError(f"{section}.lora", "adapters need method lora or qlora (method is full: every weight "
+                            "trains)")
     if tr.method == "qlora" and tr.weights not in (None, "nf4"):
-        raise ScenarioError("training.weights", f"{tr.weights} is not allowed with method qlora, which stores the "
+        raise ScenarioError(f"{section}.weights", f"{tr.weights} is not allowed with method qlora, which stores the "
                             "base in nf4; use method lora for another storage")
     if tr.method == "full" and tr.weights in ("int8", "nf4"):
-        raise ScenarioError("training.weights", f"{tr.weights} stores a frozen base; allowed with method full: bf16, "
+        raise ScenarioError(f"{section}.weights", f"{tr.weights} stores a frozen base; allowed with method full: bf16, "
                             "or fp8 with precision fp8 (or use method lora or qlora)")
     if tr.method == "full" and tr.weights == "fp8" and tr.precision != "fp8":
-        raise ScenarioError("training.weights", f"fp8 weights are trained with precision fp8 (precision is "
+        raise ScenarioError(f"{section}.weights", f"fp8 weights are trained with precision fp8 (precision is "
                             f"{tr.precision})")
     if tr.fp8_recipe is not None and tr.precision != "fp8":
-        raise ScenarioError("training.fp8_recipe", f"{tr.fp8_recipe} scales fp8 tensors, but precision is "
+        raise ScenarioError(f"{section}.fp8_recipe", f"{tr.fp8_recipe} scales fp8 tensors, but precision is "
                             f"{tr.precision}; set precision: fp8")
 
 

@@ -12,6 +12,10 @@ ranks: data coordinate ``d = e + expert·q`` (expert rank ``e``, expert-data ran
 Identical groups are described once by their shape (``GroupShape``); the rank
 lists of every group are computed on demand (``Placement.members``) for the
 fabric model, which places their traffic on the topology.
+
+A job alone on a cluster runs on its first nodes. A job that shares the cluster
+runs on the nodes its scheduler gave it (``Placement.nodes``): its ``k``-th node
+of ranks is cluster node ``nodes[k]``, and ``members`` returns cluster GPU ids.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Placement:
     order: str = "tp-dp-pp"
     sizes: tuple[int, int, int, int] = (1, 1, 1, 1)      # tensor, data, pipeline, expert
     gpus_per_node: int = 8
+    nodes: tuple[int, ...] = ()          # cluster node of each of the job's nodes, in rank order; () = the first
 
     @property
     def ranks(self) -> int:
@@ -65,9 +70,15 @@ class Placement:
         return ti * stride["tp"] + di * stride["dp"] + pi * stride["pp"]
 
     def members(self, kind: str) -> np.ndarray:
-        """Ranks of every group of one kind, shape (groups, group size), in group-rank order."""
+        """GPUs of every group of one kind, shape (groups, group size), in group-rank order.
+
+        Rank ``r`` is GPU ``r``, or with ``nodes`` local GPU ``r mod g`` of cluster node ``nodes[r div g]``.
+        """
         t, d, p, ep = self.sizes
         grid = self.rank_grid()
+        if self.nodes:
+            g = self.gpus_per_node
+            grid = np.asarray(self.nodes, dtype=np.int64)[grid // g] * g + grid % g
         if kind == "tensor":
             return grid.transpose(1, 2, 0).reshape(-1, t)
         if kind == "data":
@@ -92,13 +103,17 @@ def _shape(members: np.ndarray, gpus_per_node: int, kind: str) -> GroupShape:
     return GroupShape(n, int(per_node.max()), kind)
 
 
-def place(plan: ParallelPlan, gpus_per_node: int, order: str = "tp-dp-pp") -> Placement:
-    """Every group of the plan laid out on GPUs in rank ``order``."""
+def place(plan: ParallelPlan, gpus_per_node: int, order: str = "tp-dp-pp", nodes: tuple[int, ...] = ()) -> Placement:
+    """Every group of the plan laid out on GPUs in rank ``order``, on ``nodes`` (default: the first nodes)."""
     if order not in ORDERS:
         raise ValueError(f"unknown rank order {order!r}; known: {', '.join(ORDERS)}")
+    needed = -(-plan.gpus // gpus_per_node)
+    if nodes and len(nodes) < needed:
+        raise ValueError(f"{plan.gpus} ranks need {needed} nodes of {gpus_per_node} GPUs; {len(nodes)} given")
     sizes = (plan.tensor, plan.data, plan.pipeline, max(1, plan.expert))
+    nodes = tuple(int(n) for n in nodes[:needed])
     skeleton = Placement(GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1), GroupShape(1, 1),
                          order=order, sizes=sizes, gpus_per_node=gpus_per_node)
     shapes = {kind: _shape(skeleton.members(kind), gpus_per_node, kind) for kind in KINDS}
     return Placement(shapes["tensor"], shapes["data"], shapes["expert"], shapes["expert_data"],
-                     pipeline=shapes["pipeline"], order=order, sizes=sizes, gpus_per_node=gpus_per_node)
+                     pipeline=shapes["pipeline"], order=order, sizes=sizes, gpus_per_node=gpus_per_node, nodes=nodes)

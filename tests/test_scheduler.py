@@ -1,0 +1,124 @@
+"""Scheduling policies over a small cluster state: placement, FIFO blocking, EASY backfill, fair share, holds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Waiting, order,
+                                       place_service, release_slot, schedule)
+
+GPN = 8
+
+
+def pool(sus: list[int], busy: dict[int, int] | None = None) -> Pool:
+    """A pool of nodes in the given SUs, with ``busy[node]`` GPUs taken."""
+    p = Pool(GPN, sus)
+    for node, gpus in (busy or {}).items():
+        p.take([node], gpus)
+    return p
+
+
+def job(index: int, nodes: int = 1, gpus: int = GPN, estimate: float = 3600.0, release: float = 0.0,
+        tenant: str = "a", priority: float = 0.0) -> Waiting:
+    return Waiting(index, Need(nodes, gpus), estimate, priority, tenant, release)
+
+
+def test_topology_placement_packs_a_job_in_the_unit_that_fits_it_most_tightly():
+    p = pool([0, 0, 0, 0, 1, 1, 1, 1], busy={0: GPN, 4: GPN, 5: GPN})
+    assert p.choose(Need(2, GPN), "topology") == [6, 7]          # SU 1 has 2 free: the tightest fit
+    assert p.choose(Need(3, GPN), "topology") == [1, 2, 3]       # only SU 0 holds 3
+    assert p.choose(Need(2, GPN), "first-fit") == [1, 2]
+
+
+def test_topology_placement_spans_the_fewest_adjacent_units_filling_the_fullest_first():
+    p = pool([0, 0, 1, 1, 1, 2, 2, 2], busy={0: GPN, 2: GPN, 5: GPN})
+    # Free: SU 0 {1}, SU 1 {3, 4}, SU 2 {6, 7}: four nodes need two adjacent SUs, 1 and 2.
+    assert p.choose(Need(4, GPN), "topology") == [3, 4, 6, 7]
+    assert p.choose(Need(4, GPN), "first-fit") == [1, 3, 4, 6]
+
+
+def test_a_small_job_goes_to_the_busiest_node_it_fits_or_the_first_under_first_fit():
+    p = pool([0, 0, 0], busy={0: 2, 1: 6})
+    assert p.choose(Need(2, 2), "topology") == [1]
+    assert p.choose(Need(2, 2), "first-fit") == [0]
+    assert p.choose(Need(1, 7), "topology") == [2]
+    assert p.choose(Need(1, 7), "topology", avoid=frozenset({2})) is None
+
+
+def test_the_quick_fit_test_agrees_with_choosing():
+    p = pool([0, 0, 1, 1], busy={0: 3, 1: GPN, 2: 5})
+    for need in [Need(1, 3), Need(1, 5), Need(1, 6), Need(1, GPN), Need(2, GPN)]:
+        assert p.fits(need) == (p.choose(need, "first-fit") is not None)
+
+
+def test_fifo_blocks_behind_a_head_that_does_not_fit_and_backfill_does_not():
+    p = pool([0, 0, 0, 0], busy={0: GPN, 1: GPN})
+    running = [Running(7200.0, (0, 1), GPN)]
+    queue = [job(0, nodes=3), job(1, nodes=1, estimate=1800.0, release=1.0)]
+    assert schedule(Policy("fifo"), p, queue, lambda: running, 0.0).starts == []
+    decision = schedule(Policy("backfill"), p, queue, lambda: running, 0.0)
+    assert [index for index, _ in decision.starts] == [1]
+    assert decision.head == 0 and decision.head_start_s == 7200.0
+
+
+def test_backfill_keeps_a_long_job_off_the_heads_reserved_nodes():
+    p = pool([0, 0, 0, 0], busy={0: GPN, 1: GPN})
+    running = [Running(7200.0, (0, 1), GPN)]
+    # The head needs 3 nodes at 7200 s: nodes 0, 1 and one of 2, 3. A long job may take the other.
+    queue = [job(0, nodes=3), job(1, nodes=1, estimate=1e6, release=1.0), job(2, nodes=1, estimate=1e6, release=2.0)]
+    decision = schedule(Policy("backfill"), p, queue, lambda: running, 0.0)
+    assert len(decision.starts) == 1
+    assert decision.starts[0][1][0] in (2, 3)
+
+
+def test_a_hold_keeps_other_jobs_off_the_held_nodes_when_they_would_still_run_at_its_start():
+    p = pool([0, 0, 0, 0])
+    hold = Hold(9, 3600.0, frozenset({0, 1}))
+    short, long = job(1, nodes=2, estimate=1800.0), job(2, nodes=2, estimate=7200.0, release=1.0)
+    starts = schedule(Policy("backfill"), p, [short, long], lambda: [], 0.0, hold=hold).starts
+    assert dict(starts) == {1: [0, 1], 2: [2, 3]}
+    long_alone = schedule(Policy("backfill"), p, [long], lambda: [], 0.0, hold=hold).starts
+    assert long_alone == [(2, [2, 3])]
+
+
+def test_fair_share_orders_the_tenant_that_used_less_first():
+    fair = FairShare({"a": 0.5, "b": 0.5}, half_life_s=7 * 86400.0)
+    fair.advance(3600.0, {"a": 64})
+    assert fair.factor("b") == 1.0 and fair.factor("a") == pytest.approx(0.25)     # 2^-(1/0.5)
+    queue = [job(0, tenant="a"), job(1, tenant="b", release=10.0)]
+    assert [w.index for w in order(Policy("priority"), queue, fair)] == [1, 0]
+    assert [w.index for w in order(Policy("backfill"), queue, fair)] == [0, 1]
+    assert [w.index for w in order(Policy("priority"), [queue[0], job(2, priority=5, release=20.0)], fair)] == [2, 0]
+
+
+def test_usage_decays_with_its_half_life():
+    fair = FairShare({}, half_life_s=100.0)
+    fair.advance(1.0, {"a": 1})
+    first = fair.usage["a"]
+    fair.advance(101.0, {})
+    assert fair.usage["a"] == pytest.approx(first / 2)
+    assert math.isclose(fair.factor("a"), 0.5)          # alone, it used everything of an equal share
+
+
+def test_mig_instances_fill_split_gpus_of_their_profile_before_splitting_new_ones():
+    p, parts = pool([0, 0]), Partitions()
+    first = place_service(p, parts, 5, 1, "2g.20gb", 3, "topology")
+    assert sum(s.count for s in first) == 5 and len({s.gpu for s in first}) == 2       # 3 + 2 on two GPUs
+    second = place_service(p, parts, 1, 1, "2g.20gb", 3, "topology")
+    assert len(second) == 1 and second[0].gpu in {s.gpu for s in first}               # the free third instance
+    other = place_service(p, parts, 1, 1, "1g.10gb", 7, "topology")
+    assert other[0].gpu not in {s.gpu for s in first}                                # another profile, another GPU
+    assert sum(p.free) == 2 * GPN - 3
+    for slot in first + second + other:
+        release_slot(p, parts, slot)
+    assert p.free == [GPN, GPN] and not parts.gpus
+
+
+def test_a_service_takes_all_its_replicas_or_nothing():
+    p, parts = pool([0, 0], busy={0: 6, 1: 6}), Partitions()
+    assert place_service(p, parts, 6, 2, None, 1, "topology") is None                 # three replicas of 2 GPUs
+    assert p.free == [2, 2]
+    slots = place_service(p, parts, 4, 2, None, 1, "topology")
+    assert sorted(s.node for s in slots) == [0, 1] and p.free == [0, 0]

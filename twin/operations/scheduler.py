@@ -1,0 +1,368 @@
+"""Scheduling: which waiting jobs start now, and on which GPUs.
+
+Policies are small functions over the cluster's state (as in the Blox toolkit for
+GPU-cluster schedulers), so they can be swapped and compared:
+
+- ``fifo``: jobs start in queue order; the first that does not fit blocks every job
+  behind it (SLURM's ``sched/builtin``).
+- ``backfill``: EASY backfill (Lifka 1995; Mu'alem and Feitelson 2001): as ``fifo``,
+  then the blocked head gets a reservation at the earliest time the running jobs'
+  estimated ends free enough GPUs for it; a later job may start now if it fits and
+  either ends, by its estimate, before that time or leaves the reserved nodes alone.
+  A pass tests at most ``depth`` jobs behind the head (SLURM's ``default_queue_depth``,
+  100 by default: Scheduling Configuration Guide, slurm.schedmd.com/sched_config.html).
+- ``priority``: the queue ordered by job priority, then by the tenant's fair-share
+  factor ``F = 2^(-U/S)`` (SLURM's classic fair share: ``U`` the tenant's share of the
+  GPU-time used, decayed with a half-life, 7 days by default; ``S`` its normalised
+  share; slurm.schedmd.com/classic_fair_share.html), then by submit time; then EASY
+  backfill.
+
+Gang scheduling: a job starts only when all its GPUs are free at once. A job within
+a node takes GPUs of one node (shared with other jobs); a larger job takes whole
+nodes. Placement: ``topology`` packs a job in the scalable unit (SU) that fits it
+most tightly, or else in the fewest adjacent SUs, filling the fullest first, and
+puts a small job on the busiest node it fits (best fit); ``first-fit`` takes the
+lowest-numbered nodes that fit. Estimated ends are the running jobs' time limits,
+or, without one, their remaining work at their current speed (an oracle).
+
+A hero reservation holds a set of nodes for one job from a start time: before it,
+a job that would still run at that time (by its estimate) stays off those nodes.
+
+Serving jobs go through a queue of their own (as a Kubernetes scheduler would take
+them: in order of arrival, each as soon as all its replicas fit), ahead of the
+training queue at every pass, and without reservations. A replica on whole GPUs takes
+GPUs of one node (best fit, or first fit); MIG instances are packed: first on GPUs
+already split into the same profile (the fullest first), then on GPUs newly split,
+taken from the nodes one at a time (``Partitions``). A GPU goes back to the pool when
+its last instance is freed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+POLICIES = ("fifo", "backfill", "priority")
+PLACEMENTS = ("topology", "first-fit")
+# SLURM's default_queue_depth: jobs a scheduling pass considers behind the head.
+DEFAULT_BACKFILL_DEPTH = 100
+# SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
+DEFAULT_FAIR_SHARE_HALF_LIFE_S = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the scheduler orders, fits and places jobs (``jobs.scheduler``)."""
+    name: str = "backfill"                       # fifo | backfill | priority
+    placement: str = "topology"                  # topology | first-fit
+    depth: int = DEFAULT_BACKFILL_DEPTH
+    shares: tuple[tuple[str, float], ...] = ()   # fair share per tenant (default: equal)
+    half_life_s: float = DEFAULT_FAIR_SHARE_HALF_LIFE_S
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES or self.placement not in PLACEMENTS:
+            raise ValueError(f"unknown policy {self.name!r} or placement {self.placement!r}; "
+                             f"known: {', '.join(POLICIES)}; {', '.join(PLACEMENTS)}")
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a job holds: ``nodes`` whole nodes, or ``gpus`` GPUs of one node."""
+    nodes: int
+    gpus: int                                    # per node; every GPU of a node for a multi-node job
+
+
+class Pool:
+    """Free GPUs of every node the scheduler may use (not a spare, not in repair), with counts for quick tests."""
+
+    def __init__(self, gpus_per_node: int, node_su: list[int]):
+        self.gpn = gpus_per_node
+        self.su = node_su
+        n = len(node_su)
+        self.free = [gpus_per_node] * n
+        self.usable = [True] * n
+        self.by_free = [0] * (gpus_per_node + 1)   # usable nodes by their free GPUs
+        self.by_free[gpus_per_node] = n
+
+    def copy(self) -> "Pool":
+        other = Pool.__new__(Pool)
+        other.gpn, other.su = self.gpn, self.su
+        other.free, other.usable, other.by_free = list(self.free), list(self.usable), list(self.by_free)
+        return other
+
+    def _count(self, node: int, sign: int) -> None:
+        if self.usable[node]:
+            self.by_free[self.free[node]] += sign
+
+    def take(self, nodes: list[int], gpus: int) -> None:
+        for n in nodes:
+            self._count(n, -1)
+            self.free[n] -= gpus
+            self._count(n, +1)
+
+    def give(self, nodes: list[int], gpus: int) -> None:
+        for n in nodes:
+            self._count(n, -1)
+            self.free[n] += gpus
+            self._count(n, +1)
+
+    def set_usable(self, node: int, usable: bool) -> None:
+        if self.usable[node] != usable:
+            self._count(node, -1)
+            self.usable[node] = usable
+            self._count(node, +1)
+
+    @property
+    def whole_nodes(self) -> int:
+        return self.by_free[self.gpn]
+
+    def fits(self, need: Need) -> bool:
+        """Enough free GPUs now, ignoring nodes to avoid (a quick test before ``choose``)."""
+        if need.gpus == self.gpn:
+            return self.by_free[self.gpn] >= need.nodes
+        return any(self.by_free[f] for f in range(need.gpus, self.gpn + 1))
+
+    def choose(self, need: Need, placement: str, avoid: frozenset[int] = frozenset()) -> list[int] | None:
+        """Nodes for ``need`` by the placement policy, or None when it does not fit."""
+        if not self.fits(need):
+            return None
+        free, usable = self.free, self.usable
+        if need.gpus < self.gpn or need.nodes == 1 and placement == "first-fit":
+            candidates = [n for n in range(len(free)) if usable[n] and free[n] >= need.gpus and n not in avoid]
+            if not candidates:
+                return None
+            if placement == "first-fit":
+                return [candidates[0]]
+            return [min(candidates, key=lambda n: (free[n], n))]
+        whole = [n for n in range(len(free)) if usable[n] and free[n] == self.gpn and n not in avoid]
+        if len(whole) < need.nodes:
+            return None
+        if placement == "first-fit":
+            return whole[:need.nodes]
+        return _pack(whole, self.su, need.nodes)
+
+
+def _pack(whole: list[int], su: list[int], k: int) -> list[int]:
+    """``k`` of the ``whole`` free nodes: in the SU that fits them most tightly, else the fewest adjacent SUs."""
+    by_su: dict[int, list[int]] = {}
+    for n in whole:
+        by_su.setdefault(su[n], []).append(n)
+    fitting = [s for s, nodes in by_su.items() if len(nodes) >= k]
+    if fitting:
+        best = min(fitting, key=lambda s: (len(by_su[s]), s))
+        return by_su[best][:k]
+    units = sorted(by_su)
+    best_window = None
+    for width in range(2, len(units) + 1):
+        for start in range(len(units) - width + 1):
+            window = units[start:start + width]
+            total = sum(len(by_su[s]) for s in window)
+            if total >= k and (best_window is None or total < best_window[0]):
+                best_window = (total, window)
+        if best_window:
+            break
+    chosen: list[int] = []
+    for s in sorted(best_window[1], key=lambda s: (-len(by_su[s]), s)):
+        chosen += by_su[s][:k - len(chosen)]
+    return sorted(chosen)
+
+
+@dataclass
+class Waiting:
+    """A queued job as the scheduler sees it."""
+    index: int
+    need: Need
+    estimate_s: float                            # its run time, by its time limit or the oracle
+    priority: float
+    tenant: str
+    release_s: float                             # when it entered the queue
+
+
+@dataclass(frozen=True)
+class Running:
+    """A running job as the scheduler sees it: when it should end and what it will free."""
+    estimated_end_s: float
+    nodes: tuple[int, ...]
+    gpus: int                                    # per node
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Nodes held for a hero job from ``start_s``."""
+    index: int
+    start_s: float
+    nodes: frozenset[int]
+
+
+@dataclass
+class FairShare:
+    """Each tenant's decayed GPU-time and its fair-share factor 2^(-U/S)."""
+    shares: dict[str, float]
+    half_life_s: float
+    usage: dict[str, float] = field(default_factory=dict)
+    updated_s: float = 0.0
+
+    def advance(self, now: float, allocated: dict[str, int]) -> None:
+        """Decay the usage to ``now`` and add the GPU-time held meanwhile (constant allocation)."""
+        dt = now - self.updated_s
+        if dt <= 0:
+            return
+        rate = math.log(2) / self.half_life_s
+        keep = math.exp(-rate * dt)
+        for tenant in set(self.usage) | set(allocated):
+            self.usage[tenant] = self.usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * (1 - keep) / rate
+        self.updated_s = now
+
+    def factor(self, tenant: str) -> float:
+        total = sum(self.usage.values())
+        used = self.usage.get(tenant, 0.0) / total if total > 0 else 0.0
+        share = self.shares.get(tenant) or (1.0 / max(1, len(self.shares)) if self.shares else 1.0)
+        return 2.0 ** (-used / share)
+
+
+def order(policy: Policy, queue: list[Waiting], fair: FairShare | None) -> list[Waiting]:
+    """The queue in the order the policy considers it."""
+    if policy.name == "priority" and fair is not None:
+        factor = {t: fair.factor(t) for t in {w.tenant for w in queue}}
+        return sorted(queue, key=lambda w: (-w.priority, -factor[w.tenant], w.release_s, w.index))
+    return sorted(queue, key=lambda w: (-w.priority if math.isinf(w.priority) else 0.0, w.release_s, w.index))
+
+
+def _avoid(hold: Hold | None, job: Waiting, now: float) -> frozenset[int]:
+    if hold is None or job.index == hold.index or now >= hold.start_s or now + job.estimate_s <= hold.start_s:
+        return frozenset()
+    return hold.nodes
+
+
+def reservation(pool: Pool, head: Waiting, running: list[Running], placement: str) -> tuple[float, frozenset[int]]:
+    """When and where the blocked head could start as the running jobs end by their estimates."""
+    future = pool.copy()
+    for job in sorted(running, key=lambda r: r.estimated_end_s):
+        future.give(list(job.nodes), job.gpus)
+        if future.fits(head.need):
+            nodes = future.choose(head.need, placement)
+            if nodes is not None:
+                return job.estimated_end_s, frozenset(nodes)
+    return math.inf, frozenset()
+
+
+@dataclass(frozen=True)
+class Decision:
+    starts: list[tuple[int, list[int]]]          # (job index, nodes)
+    head: int | None = None                      # the blocked head, when one holds a reservation
+    head_start_s: float = math.inf               # its reserved start
+
+
+def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable[[], list[Running]], now: float,
+             fair: FairShare | None = None, hold: Hold | None = None) -> Decision:
+    """One scheduling pass: the jobs to start now, in order, and their nodes. ``pool`` is not changed;
+    ``running()`` lists the running jobs, asked for only when a backfill reservation is computed."""
+    state = pool.copy()
+    starts: list[tuple[int, list[int]]] = []
+    started: list[Running] = []
+    ordered = order(policy, queue, fair)
+    # Within a pass GPUs only get taken: what did not fit once does not fit again.
+    failed: set[tuple[Need, frozenset[int]]] = set()
+    i = 0
+    while i < len(ordered):
+        job = ordered[i]
+        nodes = state.choose(job.need, policy.placement, _avoid(hold, job, now))
+        if nodes is None:
+            break
+        state.take(nodes, job.need.gpus)
+        starts.append((job.index, nodes))
+        started.append(Running(now + job.estimate_s, tuple(nodes), job.need.gpus))
+        i += 1
+    if i >= len(ordered) or policy.name == "fifo":
+        return Decision(starts)
+    head = ordered[i]
+    candidates = [w for w in ordered[i + 1:i + 1 + policy.depth] if state.fits(w.need)]
+    if not candidates:
+        return Decision(starts)
+    shadow, reserved = reservation(state, head, running() + started, policy.placement)
+    for job in candidates:
+        if not state.fits(job.need):
+            continue
+        avoid = _avoid(hold, job, now)
+        if now + job.estimate_s > shadow:
+            avoid = avoid | reserved
+        if (job.need, avoid) in failed:
+            continue
+        nodes = state.choose(job.need, policy.placement, avoid)
+        if nodes is None:
+            failed.add((job.need, avoid))
+            continue
+        state.take(nodes, job.need.gpus)
+        starts.append((job.index, nodes))
+    return Decision(starts, head.index, shadow)
+
+
+# ---------------------------------------------------------------------------
+# Serving jobs: replicas on whole GPUs, or MIG instances packed onto split GPUs
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Part of a serving job's allocation: ``count`` GPUs of a node, or ``count`` instances of split GPU ``gpu``."""
+    node: int
+    gpu: int                                     # a split GPU's id, or -1 for whole GPUs
+    count: int
+
+
+@dataclass
+class Partitions:
+    """GPUs split into MIG instances, one profile per GPU: node, profile and free instances of each."""
+    gpus: dict[int, list] = field(default_factory=dict)      # id → [node, profile, free, instances per GPU]
+    next_id: int = 0
+
+    def copy(self) -> "Partitions":
+        return Partitions({k: list(v) for k, v in self.gpus.items()}, self.next_id)
+
+
+def place_service(pool: Pool, parts: Partitions, devices: int, per_replica: int, profile: str | None,
+                  instances_per_gpu: int, placement: str) -> list[Slot] | None:
+    """Slots for ``devices`` devices (GPUs in replicas of ``per_replica``, or MIG instances), or None when they do
+    not all fit. ``pool`` and ``parts`` are changed only when they do."""
+    trial, split = pool.copy(), parts.copy()
+    slots: list[Slot] = []
+    if profile is None:
+        for _ in range(devices // per_replica):
+            nodes = trial.choose(Need(1, per_replica), placement)
+            if nodes is None:
+                return None
+            trial.take(nodes, per_replica)
+            slots.append(Slot(nodes[0], -1, per_replica))
+    else:
+        left = devices
+        for gpu, (node, kind, free, _) in sorted(split.gpus.items(), key=lambda kv: (kv[1][2], kv[0])):
+            if left and kind == profile and free:
+                take = min(free, left)
+                split.gpus[gpu][2] -= take
+                slots.append(Slot(node, gpu, take))
+                left -= take
+        while left:
+            nodes = trial.choose(Need(1, 1), placement)
+            if nodes is None:
+                return None
+            trial.take(nodes, 1)
+            take = min(instances_per_gpu, left)
+            split.gpus[split.next_id] = [nodes[0], profile, instances_per_gpu - take, instances_per_gpu]
+            slots.append(Slot(nodes[0], split.next_id, take))
+            split.next_id += 1
+            left -= take
+    pool.free, pool.by_free = trial.free, trial.by_free
+    parts.gpus, parts.next_id = split.gpus, split.next_id
+    return slots
+
+
+def release_slot(pool: Pool, parts: Partitions, slot: Slot) -> None:
+    """Free a slot; a split GPU whose instances are all free goes back to the pool whole."""
+    if slot.gpu < 0:
+        pool.give([slot.node], slot.count)
+        return
+    entry = parts.gpus[slot.gpu]
+    entry[2] += slot.count
+    if entry[2] == entry[3]:
+        del parts.gpus[slot.gpu]
+        pool.give([slot.node], 1)
