@@ -9,6 +9,9 @@ import streamlit as st
 
 from dashboard import panel
 from dashboard.panel import PAGES, Context
+from twin.figures.overview import Metric
+
+HEADLINE_PER_ROW = 4        # headline numbers per row: each box wide enough for its value at a laptop's width
 
 # Each workload section in words, and where its results are drawn.
 WORKLOAD_NAMES = {"training": "training", "serving": "serving", "jobs": "many jobs on one cluster (jobs:)"}
@@ -60,6 +63,14 @@ def preview_note(ctx: Context) -> None:
     text.info(f"Failure statistics from {run} of the scenario's {asked} samples while you explore; "
               f"**Refine** runs all {asked} (slower).", icon=":material/speed:")
     button.button(f"Refine: {asked} samples", on_click=panel.refine, args=(ctx,), key=f"refine.{ctx.page}")
+
+
+def headline(metrics: list[Metric]) -> None:
+    """Headline numbers in bordered boxes, HEADLINE_PER_ROW to a row, each with its change when it has one."""
+    for start in range(0, len(metrics), HEADLINE_PER_ROW):
+        for col, m in zip(st.columns(HEADLINE_PER_ROW), metrics[start:start + HEADLINE_PER_ROW]):
+            col.metric(m.label, m.value, delta=m.delta, delta_color="inverse" if m.lower_is_better else "normal",
+                       help=m.help or None, border=True)
 
 
 def table(rows: list[dict[str, Any]]) -> None:

@@ -9,11 +9,10 @@ import streamlit as st
 
 from dashboard import cached, export
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result, preview_note, table
+from dashboard.views import figure, headline, needs_result, preview_note, table
 from twin.figures import overview
 from twin.figures.power import country_comparison_figure
 
-PER_ROW = 4
 
 
 def infeasible(problem: overview.Infeasible) -> None:
@@ -33,10 +32,7 @@ def render(ctx: Context) -> None:
     else:
         baseline = cached.evaluate(ctx.simulated(ctx.base_raw))["result"] if ctx.changes and ctx.base_raw else None
         metrics = overview.headline_metrics(r, baseline)
-        for start in range(0, len(metrics), PER_ROW):
-            for col, m in zip(st.columns(PER_ROW), metrics[start:start + PER_ROW]):
-                col.metric(m.label, m.value, delta=m.delta, delta_color="inverse" if m.lower_is_better else "normal",
-                           help=m.help, border=True)
+        headline(metrics)
         if baseline:
             st.caption("Changes are against the scenario as written (knobs untouched).")
         preview_note(ctx)
