@@ -48,15 +48,15 @@ SCREENSHOTS = {                         # scenario → pages kept as docs/screen
 }
 MAX_SHOT_HEIGHT = 2600
 
-# Whether the page is done drawing (cheap: no layout).
-READY_JS = """() => {
+# Whether the page titled ``title`` is done drawing (cheap: no layout).
+READY_JS = """(title) => {
   const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
     && app.getAttribute('data-test-connection-state') === 'CONNECTED'
     && !document.querySelector('[data-stale="true"]')
+    && [...document.querySelectorAll('[data-testid="stMain"] h1')].some(e => e.textContent.trim() === title)
     && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
 }"""
-H1_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] h1')].map(e => e.textContent.trim())"""
 # The page's state: whether the script runs, what it drew, and what is wrong with it.
 STATE_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -151,17 +151,12 @@ class Tab:
         return self.page.evaluate(STATE_JS)
 
     def settle(self, title: str, timeout_s: float = 90.0) -> dict:
-        """Wait until the page titled ``title`` has finished drawing: script done, nothing stale,
-        every chart drawn; twice in a row, 0.05 s apart."""
-        deadline = time.monotonic() + timeout_s
-        calm = 0
-        while time.monotonic() < deadline:
-            ready = self.page.evaluate(READY_JS) and title in self.page.evaluate(H1_JS)
-            calm = calm + 1 if ready else 0
-            if calm >= 2:
-                return self.state()
+        """Wait until the page titled ``title`` has finished drawing (script done, nothing stale, every chart
+        drawn), and still has 0.05 s later; then its state."""
+        for _ in range(2):
+            self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
             time.sleep(0.05)
-        raise TimeoutError(f"'{title}' did not finish drawing in {timeout_s:.0f} s: {self.state()}")
+        return self.state()
 
     def go(self, page: str) -> dict:
         self.page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(
