@@ -191,7 +191,7 @@ def _knob_value(base: Knobs, name: str, text: str) -> Any:
 def knobs_with(base: Knobs, values: dict[str, str]) -> Knobs:
     """The scenario's knobs with some set from text (a URL's query string); unknown names and values
     that do not read are left out."""
-    known = {f.name for f in fields(Knobs)}
+    known = {f.name for f in fields(Knobs)} - {"workload"}       # the workload is the scenario's, not a knob
     chosen = {}
     for name, text in values.items():
         if name in known:

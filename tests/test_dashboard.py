@@ -434,7 +434,7 @@ def test_knobs_and_pins_read_back_from_their_url_text():
     text = (ROOT / "scenarios" / "superpod.yaml").read_text()
     base = core.Knobs(**core.base_scenario(text, "superpod")["knobs"])
     chosen = core.knobs_with(base, {"nodes": "64", "failures": "false", "pue": "1.35", "country": "DE",
-                                    "zero": "x", "unknown": "1"})
+                                    "zero": "x", "unknown": "1", "workload": "serving"})
     assert core.moved(base, chosen) == {"nodes": 64, "country": "DE", "pue": 1.35, "failures": False}
     pin = core.moved(base, chosen)
     assert core.read_pin(base, core.pin_text(pin)) == pin
