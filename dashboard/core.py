@@ -429,7 +429,8 @@ def variants(raw: dict[str, Any], name: str, values: list[str]) -> list[tuple[di
     return out
 
 
-def cross_variants(raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+def cross_variants(raw: dict[str, Any],
+                   axes: list[tuple[str, list[str]]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
     """Every combination of values along several dimensions: ({dimension: value, ...}, raw scenario)."""
     out: list[tuple[dict[str, str], dict[str, Any]]] = [({}, raw)]
     for name, values in axes:

@@ -304,7 +304,8 @@ def test_a_bad_upload_shows_its_one_line_error(tab, content, expected):
     tab.page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         {"name": "broken.yaml", "mimeType": "application/x-yaml", "buffer": content})
     tab.page.wait_for_function(
-        "(text) => [...document.querySelectorAll('[data-testid=\"stAlertContentError\"]')].some(e => e.innerText.includes(text))",
+        "(text) => [...document.querySelectorAll('[data-testid=\"stAlertContentError\"]')]"
+        ".some(e => e.innerText.includes(text))",
         arg=expected, timeout=30_000)
     state = tab.settle("Overview")
     assert not state["exceptions"] and not tab.console, (state["exceptions"], tab.console)

@@ -81,7 +81,8 @@ def progress_result(asynchronous: bool = False) -> dict:
                 {"start_s": 110.0, "end_s": 130.0, "phase": "train"}]
     return {"tokens_per_s": 1.0, "tokens": 110.0, "ideal_time_to_train_s": 110.0,
             "timeline": {"segments": segments, "events": [{"t_s": 100.0, "kind": "failure", "component": "gpu"}]},
-            "failures": {"checkpoint_interval_s": 30.0, "checkpoint_write_s": 5.0, "checkpoint_asynchronous": asynchronous}}
+            "failures": {"checkpoint_interval_s": 30.0, "checkpoint_write_s": 5.0,
+                         "checkpoint_asynchronous": asynchronous}}
 
 
 def test_progress_rolls_back_to_the_last_durable_checkpoint_at_a_failure():
@@ -176,7 +177,8 @@ def test_a_plan_that_does_not_fit_says_by_how_much_and_what_would_fit():
     assert problem.title == "The plan does not fit in GPU memory"
     assert "10.0 GiB over" in problem.detail and problem.suggestions == ("ZeRO stage 3 would fit (61.0 GiB)",)
     never = overview.infeasibility(headline(finished=False, warnings=[
-        "did not finish: of 20 samples, 20 reached the 5.0 years horizon (failures.horizon); the times are lower bounds"]))
+        "did not finish: of 20 samples, 20 reached the 5.0 years horizon (failures.horizon); "
+        "the times are lower bounds"]))
     assert never.title == "The job does not finish" and never.detail.startswith("of 20 samples, 20 reached")
     assert any("failures.horizon" in s for s in never.suggestions)
     assert overview.infeasibility(headline()) is None

@@ -41,7 +41,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         folder = f"{report.stem}-figures"
         written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
         if not args.json:
-            text += ("\n" if out else "\n\n") + f"wrote {report} and {len(written) - 1} figures in {report.parent / folder}"
+            text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
+                                                  f"{report.parent / folder}")
     print(text)
     return 0
 
