@@ -16,4 +16,6 @@ import streamlit as st  # noqa: E402
 from dashboard import panel, views  # noqa: E402
 
 st.set_page_config(page_title="twin — GPU supercomputer digital twin", page_icon="🖥️", layout="wide")
+# Headline numbers shrink with the window (never below 1.3 rem) rather than being cut off.
+st.html("<style>[data-testid='stMetricValue'] { font-size: clamp(1.3rem, 2.1vw, 2.25rem); }</style>")
 views.render(panel.sidebar())

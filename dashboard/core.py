@@ -1,8 +1,8 @@
-"""The dashboard's logic, free of Streamlit: scenario sources, knobs, what-ifs.
+"""The dashboard's logic, free of Streamlit: scenario sources, knobs, what-ifs, the URL.
 
 The pages describe UI only; everything they compute comes from here (wrapped in
 ``st.cache_data`` by ``dashboard.cached``) or from ``twin.api``,
-``twin.scenario``, ``twin.report`` and ``twin.figures``.
+``twin.report`` and ``twin.figures``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import copy
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from twin.api import Scenario, capacity, catalog_names, parse_scenario, simulate, with_overrides
+from twin.api import Scenario, capacity, catalog_names, decode, parse_scenario, simulate, with_overrides
 from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
 from twin.units import SECONDS_PER_MINUTE
@@ -42,12 +42,13 @@ def digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
 
 
-def decode_upload(name: str, data: bytes) -> str:
-    """An uploaded file's text; a file that is not UTF-8 text is a ScenarioError."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError("", f"{name}: not a text file (a scenario is UTF-8 YAML)") from None
+def decode_upload(name: str, data: bytes, limit_bytes: int) -> str:
+    """An uploaded file's text, with a scenario file's guarantees (UTF-8 text, no binary, bounded size);
+    a file over the dashboard's ``limit_bytes`` or not a scenario's text is a ScenarioError."""
+    if len(data) > limit_bytes:
+        raise ScenarioError("", f"{name}: {len(data):,} bytes, more than the {limit_bytes:,}-byte upload limit "
+                                "(a scenario is a few kB of YAML)")
+    return decode(data, name)
 
 
 def parse_yaml(text: str, source: str) -> dict[str, Any]:
@@ -174,6 +175,68 @@ def knob_changes(base: Knobs, chosen: Knobs) -> dict[str, Any]:
     return changes
 
 
+def moved(base: Knobs, chosen: Knobs) -> dict[str, Any]:
+    """The knobs that differ from the scenario's values: knob name → chosen value."""
+    return {f.name: getattr(chosen, f.name) for f in fields(Knobs) if getattr(base, f.name) != getattr(chosen, f.name)}
+
+
+def _knob_value(base: Knobs, name: str, text: str) -> Any:
+    """A knob's value read back from text, as the type the scenario gave it; ValueError when it does not read."""
+    kind = type(getattr(base, name))
+    if kind is bool:
+        return _bool(text)
+    return kind(text)
+
+
+def knobs_with(base: Knobs, values: dict[str, str]) -> Knobs:
+    """The scenario's knobs with some set from text (a URL's query string); unknown names and values
+    that do not read are left out."""
+    known = {f.name for f in fields(Knobs)} - {"workload"}       # the workload is the scenario's, not a knob
+    chosen = {}
+    for name, text in values.items():
+        if name in known:
+            try:
+                chosen[name] = _knob_value(base, name, text)
+            except ValueError:
+                continue
+    return replace(base, **chosen)
+
+
+def knob_text(value: Any) -> str:
+    """A knob value as it is written in the URL: 'true', '254', '1.5', 'DE'."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def pin_text(pin: dict[str, Any]) -> str:
+    """A pinned what-if as one URL value: 'nodes:254,country:DE'."""
+    return ",".join(f"{name}:{knob_text(value)}" for name, value in pin.items())
+
+
+def read_pin(base: Knobs, text: str) -> dict[str, Any]:
+    """A pinned what-if from its URL value (``pin_text``); parts that do not read are left out."""
+    pairs = dict(part.split(":", 1) for part in str(text).split(",") if ":" in part)
+    return moved(base, knobs_with(base, pairs))
+
+
+def pin_label(index: int) -> str:
+    """A, B, ... Z, then AA, AB, ..."""
+    label = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        label = chr(ord("A") + rest) + label
+    return label
+
+
+def describe_pin(pin: dict[str, Any]) -> str:
+    """A pinned what-if in words: 'nodes = 254, country = DE'."""
+    return ", ".join(f"{name.replace('_', ' ')} = {knob_text(value)}" for name, value in pin.items())
+
+
 def apply_changes(raw: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """A new raw scenario with ``changes`` applied; a None value removes the key."""
     result = with_overrides(raw, {k: v for k, v in changes.items() if v is not None})
@@ -187,23 +250,64 @@ def apply_changes(raw: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any
     return result
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as the one line a user reads: the twin's own message, or what failed inside."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, TwinError):
+        return text
+    return f"internal error: {type(exc).__name__}: {text[:300]}"
+
+
 def base_scenario(text: str, source: str) -> dict[str, Any]:
-    """A scenario's text → {"raw", "knobs", "error"}: what the knobs start from, or the one-line error."""
+    """A scenario's text → {"raw", "knobs", "compare", "samples", "error"}: what the knobs start from
+    (and the site's comparison list, the failure samples asked for), or the one-line error."""
     try:
         raw = parse_yaml(text, source)
         scenario = parse_scenario(copy.deepcopy(raw), source)
-    except ScenarioError as exc:
-        return {"raw": None, "knobs": None, "error": str(exc)}
-    return {"raw": raw, "knobs": asdict(knobs_from(scenario)), "error": None}
+        knobs = asdict(knobs_from(scenario))
+    except Exception as exc:  # noqa: BLE001 - whatever a file holds, the user reads one line, never a traceback
+        return {"raw": None, "knobs": None, "compare": [], "samples": 1, "error": one_line(exc)}
+    return {"raw": raw, "knobs": knobs, "compare": list(scenario.site.compare), "samples": scenario.failures.samples,
+            "error": None}
 
 
 def evaluate(raw: dict[str, Any]) -> dict[str, Any]:
     """Simulate a raw scenario → {"result": Result dict or None, "error": one line or None}."""
     try:
         result = simulate(parse_scenario(copy.deepcopy(raw)))
-    except TwinError as exc:
-        return {"result": None, "error": str(exc)}
-    return {"result": result.to_dict(), "error": None}
+        return {"result": result.to_dict(), "error": None}
+    except Exception as exc:  # noqa: BLE001 - the page shows one line, never a traceback
+        return {"result": None, "error": one_line(exc)}
+
+
+# ---------------------------------------------------------------------------
+# What the dashboard simulates: the what-if, with its countries and (while exploring) fewer failure samples
+
+# Failure samples while knobs move; "Refine" runs the scenario's own count. 20 samples put the
+# median within a few hours of the 100-sample one on the 16,384-GPU scenario (docs/dashboard.md).
+PREVIEW_SAMPLES = 20
+PAIRED_COUNTRIES = ("FR", "DE")
+
+
+def compared_countries(written_site: str, written_compare: list[str], site: str) -> list[str]:
+    """The countries a what-if is compared with: the scenario's list and its own site (when a knob moved
+    the site elsewhere), and FR and DE both when either is the site."""
+    codes = [*written_compare, written_site]
+    if site.strip().upper() in PAIRED_COUNTRIES:
+        codes += PAIRED_COUNTRIES
+    site_code = site.strip().upper()
+    return [c for c in dict.fromkeys(str(c).strip().upper() for c in codes) if c != site_code]
+
+
+def displayed(raw: dict[str, Any], base: dict[str, Any], refine: bool) -> dict[str, Any]:
+    """The raw what-if as the dashboard simulates it: its countries completed (``compared_countries``)
+    and, unless refined, at most PREVIEW_SAMPLES failure samples."""
+    knobs = base["knobs"]
+    site = str((raw.get("site") or {}).get("country", knobs["country"]))
+    changes: dict[str, Any] = {"site.compare": compared_countries(knobs["country"], base["compare"], site)}
+    if not refine and base["samples"] > PREVIEW_SAMPLES:
+        changes["failures.samples"] = PREVIEW_SAMPLES
+    return with_overrides(raw, changes)
 
 
 # Trial rates the Serving page adds to the capacity search, as fractions of the offline throughput,
@@ -215,9 +319,9 @@ def serving_capacity(raw: dict[str, Any]) -> dict[str, Any]:
     """A serving scenario's capacity record with a rate sweep → {"result": dict or None, "error": one line}."""
     try:
         result = capacity(parse_scenario(copy.deepcopy(raw)), grid=SWEEP_FRACTIONS)
-    except TwinError as exc:
-        return {"result": None, "error": str(exc)}
-    return {"result": result.to_dict(), "error": None}
+        return {"result": result.to_dict(), "error": None}
+    except Exception as exc:  # noqa: BLE001 - the page shows one line, never a traceback
+        return {"result": None, "error": one_line(exc)}
 
 
 def to_yaml(raw: dict[str, Any]) -> str:
@@ -244,14 +348,28 @@ def _bool(text: str) -> bool:
     raise ValueError(f"'{text}' is not on/off")
 
 
+def _power_cap(text: str) -> str | None:
+    """'550' or '550 W' → '550 W'; 'none', 'off' or '0' → no cap (the key removed)."""
+    value = str(text).strip()
+    if value.lower() in {"none", "off", "0", "no"}:
+        return None
+    try:
+        return f"{float(value):g} W"
+    except ValueError:
+        return value
+
+
 DIMENSIONS: dict[str, Dimension] = {
     "node type": Dimension("cluster.node", "node", "choice", str),
-    "country": Dimension("site.country", "country", "text", lambda s: s.strip().upper()),
-    "precision": Dimension("training.precision", "precision", "choice", str),
-    "spare nodes": Dimension("cluster.spare_nodes", "spares", "text", lambda s: int(s)),
     "nodes": Dimension("cluster.nodes", "nodes", "text", lambda s: int(s)),
-    "failures": Dimension("failures.enabled", "failures", "choice", _bool),
+    "spare nodes": Dimension("cluster.spare_nodes", "spares", "text", lambda s: int(s)),
+    "precision": Dimension("training.precision", "precision", "choice", str),
+    "tokens": Dimension("training.tokens", "tokens", "text", lambda s: s.strip()),
+    "global batch": Dimension("training.global_batch", "global batch", "text", lambda s: int(s)),
+    "power cap": Dimension("cluster.gpu_power_cap", "power cap", "text", _power_cap),
+    "country": Dimension("site.country", "country", "text", lambda s: s.strip().upper()),
     "PUE": Dimension("site.pue", "PUE", "text", lambda s: float(s)),
+    "failures": Dimension("failures.enabled", "failures", "choice", _bool),
 }
 
 
@@ -279,6 +397,12 @@ def default_values(name: str, knobs: Knobs) -> list[str]:
         return list(dict.fromkeys(["0", str(knobs.spare_nodes or 4)]))
     if name == "nodes":
         return list(dict.fromkeys([str(max(1, knobs.nodes // 2)), str(knobs.nodes), str(knobs.nodes * 2)]))
+    if name == "tokens":
+        return list(dict.fromkeys([f"{knobs.tokens_billion / 2:g}B", f"{knobs.tokens_billion:g}B"]))
+    if name == "global batch":
+        return list(dict.fromkeys([str(max(1, knobs.global_batch // 2)), str(knobs.global_batch)]))
+    if name == "power cap":
+        return ["none", "550 W", "450 W"]
     if name == "failures":
         return ["off", "on"]
     if name == "PUE":
@@ -287,11 +411,13 @@ def default_values(name: str, knobs: Knobs) -> list[str]:
 
 
 def split_values(text: str) -> list[str]:
-    return [v.strip() for v in str(text).split(",") if v.strip()]
+    """Comma-separated values, each once, in order."""
+    return list(dict.fromkeys(v.strip() for v in str(text).split(",") if v.strip()))
 
 
-def variants(raw: dict[str, Any], name: str, values: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """(label, raw scenario) for each value along a dimension; a value that does not parse is a ScenarioError."""
+def variants(raw: dict[str, Any], name: str, values: list[str]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """({dimension: value}, raw scenario) for each value along a dimension; a value that does not
+    parse is a ScenarioError."""
     dim = DIMENSIONS[name]
     out = []
     for text in values:
@@ -299,17 +425,22 @@ def variants(raw: dict[str, Any], name: str, values: list[str]) -> list[tuple[st
             value = dim.parse(text)
         except ValueError:
             raise ScenarioError(dim.key, f"'{text}' is not a valid {name}") from None
-        out.append((f"{dim.label} {text}", with_overrides(raw, {dim.key: value})))
+        out.append(({name: text}, apply_changes(raw, {dim.key: value})))
     return out
 
 
-def cross_variants(raw: dict[str, Any], axes: list[tuple[str, list[str]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Every combination of values along several dimensions: (label "a · b", raw scenario)."""
-    out: list[tuple[str, dict[str, Any]]] = [("", raw)]
+def cross_variants(raw: dict[str, Any],
+                   axes: list[tuple[str, list[str]]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """Every combination of values along several dimensions: ({dimension: value, ...}, raw scenario)."""
+    out: list[tuple[dict[str, str], dict[str, Any]]] = [({}, raw)]
     for name, values in axes:
-        out = [(f"{label} · {sub}" if label else sub, variant)
-               for label, base in out for sub, variant in variants(base, name, values)]
+        out = [(dims | sub, variant) for dims, base in out for sub, variant in variants(base, name, values)]
     return out
+
+
+def variant_name(dims: dict[str, str]) -> str:
+    """A what-if's column name: its dimension values, 'bf16 · FR'."""
+    return " · ".join(dims.values())
 
 
 def results_json(items: list[dict[str, Any]]) -> str:

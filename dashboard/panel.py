@@ -1,12 +1,17 @@
-"""The sidebar: page choice, scenario source (shipped file or upload) and what-if knobs.
+"""The sidebar: page choice, scenario source (shipped file or upload), what-if knobs and pinned what-ifs.
 
-It returns a ``Context``: the scenario in use, the knobs' changes, and the
-simulated result (or the one-line error that stops it), for the pages to draw.
+It returns a ``Context``: the scenario in use, the knobs' changes, the pinned
+what-ifs, and the simulated result (or the one-line error that stops it), for
+the pages to draw. Knobs that moved and pinned what-ifs are written into the
+URL's query string (``?nodes=254&country=DE&pin=nodes:200``), so that a view
+can be shared; a URL opened in a new session sets them back.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import streamlit as st
@@ -26,6 +31,12 @@ PAGES = {
     "study": "Study",
 }
 EDITS = "yaml_edits"          # session key: {source id: edited YAML text}
+PINS = "pins"                 # session key: {"source": source id, "items": [knob name → value, ...]}
+STARTS = "knob_starts"        # session key: {widget tag: knob values the widgets start from}
+URL_SOURCE = "url_source"     # session key: the source whose knobs the URL describes
+REFINED = "refined"           # session key: fingerprint of the what-if run with all its failure samples
+PIN_PARAM = "pin"
+KNOB_NAMES = [f.name for f in fields(core.Knobs) if f.name != "workload"]   # the workload is not a knob
 # What the Nodes knob counts, by workload section.
 NODES_HELP = {"training": "nodes the job runs on", "serving": "nodes to serve on",
               "jobs": "nodes of the shared cluster"}
@@ -39,12 +50,42 @@ class Context:
     original: str                        # the text as loaded
     text: str                            # the text in use (the YAML editor's edits applied)
     base_error: str | None = None        # the YAML itself does not parse or validate
+    base: dict[str, Any] = field(default_factory=dict)   # core.base_scenario of the text in use
+    base_knobs: core.Knobs | None = None
     knobs: core.Knobs | None = None
     changes: dict[str, Any] = field(default_factory=dict)
     base_raw: dict[str, Any] | None = None   # the scenario as written
     raw: dict[str, Any] | None = None    # the scenario with the knobs applied
     result: dict[str, Any] | None = None
     error: str | None = None             # the scenario with the knobs applied does not run
+    refined: bool = False                # every failure sample, not a preview
+    pins: list[dict[str, Any]] = field(default_factory=list)   # pinned knob values (knob name → value)
+
+    def simulated(self, raw: dict[str, Any], refined: bool | None = None) -> dict[str, Any]:
+        """A raw what-if of this scenario as the dashboard simulates it (countries, preview samples)."""
+        return core.displayed(raw, self.base, self.refined if refined is None else refined)
+
+    def pinned_raw(self, pin: dict[str, Any]) -> dict[str, Any]:
+        """The raw scenario of a pinned what-if."""
+        assert self.base_knobs is not None and self.base_raw is not None
+        return core.apply_changes(self.base_raw, core.knob_changes(self.base_knobs, replace(self.base_knobs, **pin)))
+
+    @property
+    def preview(self) -> tuple[int, int] | None:
+        """(samples run, samples the scenario asks for) while failure statistics are a preview."""
+        asked = self.base.get("samples", 1)
+        if self.knobs is None or not self.knobs.failures or self.refined or asked <= core.PREVIEW_SAMPLES:
+            return None
+        return core.PREVIEW_SAMPLES, asked
+
+
+def fingerprint(raw: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def refine(ctx: Context) -> None:
+    """Run the current what-if (and its baseline) with every failure sample the scenario asks for."""
+    st.session_state[REFINED] = fingerprint(ctx.raw or {})
 
 
 def sidebar() -> Context:
@@ -61,13 +102,14 @@ def sidebar() -> Context:
     default = files.index("superpod.yaml") if "superpod.yaml" in files else 0
     name = sb.selectbox("Shipped scenario", files, index=default, key="scenario_file", bind="query-params",
                         help="YAML files in scenarios/")
-    upload = sb.file_uploader("…or upload a scenario (YAML)", type=["yaml", "yml"], key="upload")
+    limit_mb = int(st.get_option("server.maxUploadSize"))
+    upload = sb.file_uploader("…or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
+                              help=f"at most {limit_mb} MB")
     source_slot = sb.container()
 
     if upload is not None:
-        data = upload.getvalue()
         try:
-            original = core.decode_upload(upload.name, data)
+            original = core.decode_upload(upload.name, upload.getvalue(), limit_mb * 2**20)
         except core.ScenarioError as exc:
             source_slot.error(str(exc))
             return Context(page, upload.name, f"upload:{upload.name}", "", "", base_error=str(exc))
@@ -80,28 +122,110 @@ def sidebar() -> Context:
         return Context(page, "", "", "", "", base_error="no scenario chosen")
 
     ctx.text = st.session_state.get(EDITS, {}).get(ctx.source_id, ctx.original)
-    base = cached.base_scenario(ctx.text, ctx.source)
-    if base["error"]:
+    ctx.base = cached.base_scenario(ctx.text, ctx.source)
+    if ctx.base["error"]:
         edited = " (as edited on the Scenario page)" if ctx.text != ctx.original else ""
-        ctx.base_error = base["error"]
-        source_slot.error(f"{base['error']}{edited}")
+        ctx.base_error = ctx.base["error"]
+        source_slot.error(f"{ctx.base['error']}{edited}")
         return ctx
     if ctx.text != ctx.original:
         source_slot.caption("Using your edits of this file (Scenario page).")
 
     sb.header("What-if knobs")
     error_slot = sb.container()
-    ctx.knobs = _knobs(core.Knobs(**base["knobs"]), core.digest(ctx.text))
-    ctx.changes = core.knob_changes(core.Knobs(**base["knobs"]), ctx.knobs)
-    ctx.base_raw = base["raw"]
-    ctx.raw = core.apply_changes(base["raw"], ctx.changes)
-    answer = cached.evaluate(ctx.raw)
+    ctx.base_knobs = core.Knobs(**ctx.base["knobs"])
+    tag = core.digest(ctx.text)
+    ctx.knobs = _knobs(_starts(ctx, tag), tag)
+    ctx.changes = core.knob_changes(ctx.base_knobs, ctx.knobs)
+    ctx.base_raw = ctx.base["raw"]
+    ctx.raw = core.apply_changes(ctx.base_raw, ctx.changes)
+    ctx.refined = st.session_state.get(REFINED) == fingerprint(ctx.raw)
+    answer = cached.evaluate(ctx.simulated(ctx.raw))
     ctx.result, ctx.error = answer["result"], answer["error"]
     if ctx.error:
         error_slot.error(ctx.error)
     elif ctx.changes:
         error_slot.caption("Changed: " + ", ".join(f"{k} = {v}" for k, v in ctx.changes.items()))
+    _pins(ctx)
+    _write_url(ctx)
     return ctx
+
+
+# ---------------------------------------------------------------------------
+# The URL: knobs that moved and pinned what-ifs
+
+
+def _starts(ctx: Context, tag: str) -> core.Knobs:
+    """The values the knob widgets start from: the URL's on a session's first look at a scenario,
+    else the scenario's own. Pinned what-ifs come from the URL likewise."""
+    assert ctx.base_knobs is not None
+    starts = st.session_state.setdefault(STARTS, {})
+    if tag not in starts:
+        first_visit = st.session_state.get(URL_SOURCE) is None
+        params = st.query_params
+        if first_visit:
+            url_knobs = {name: params[name] for name in KNOB_NAMES if name in params}
+            starts[tag] = asdict(core.knobs_with(ctx.base_knobs, url_knobs))
+            pins = [core.read_pin(ctx.base_knobs, text) for text in params.get_all(PIN_PARAM)]
+            st.session_state[PINS] = {"source": ctx.source_id, "items": [p for p in pins if p]}
+        else:
+            starts[tag] = asdict(ctx.base_knobs)
+    st.session_state[URL_SOURCE] = ctx.source_id
+    if st.session_state.get(PINS, {}).get("source") != ctx.source_id:
+        st.session_state[PINS] = {"source": ctx.source_id, "items": []}
+    return core.Knobs(**starts[tag])
+
+
+def _write_url(ctx: Context) -> None:
+    """Knobs that differ from the scenario, and pinned what-ifs, into the query string."""
+    assert ctx.base_knobs is not None and ctx.knobs is not None
+    moved = {name: core.knob_text(v) for name, v in core.moved(ctx.base_knobs, ctx.knobs).items()}
+    params = st.query_params
+    for name in KNOB_NAMES:
+        if name in moved and params.get(name) != moved[name]:
+            params[name] = moved[name]
+        elif name not in moved and name in params:
+            del params[name]
+    pins = [core.pin_text(p) for p in ctx.pins]
+    if params.get_all(PIN_PARAM) != pins:
+        if pins:
+            params[PIN_PARAM] = pins
+        elif PIN_PARAM in params:
+            del params[PIN_PARAM]
+
+
+# ---------------------------------------------------------------------------
+# Pinned what-ifs
+
+
+def _pin(ctx: Context) -> None:
+    assert ctx.base_knobs is not None and ctx.knobs is not None
+    st.session_state[PINS]["items"].append(core.moved(ctx.base_knobs, ctx.knobs))
+
+
+def _unpin(index: int) -> None:
+    st.session_state[PINS]["items"].pop(index)
+
+
+def _pins(ctx: Context) -> None:
+    """The pin button and the list of pinned what-ifs (shown side by side on the Compare page)."""
+    assert ctx.base_knobs is not None and ctx.knobs is not None
+    ctx.pins = st.session_state[PINS]["items"]
+    current = core.moved(ctx.base_knobs, ctx.knobs)
+    label = core.pin_label(len(ctx.pins))
+    sb = st.sidebar
+    sb.button(f"Pin these knobs as what-if {label}", on_click=_pin, args=(ctx,), key="pin.add",
+              disabled=not current or current in ctx.pins, icon=":material/push_pin:",
+              help="Keep this what-if to compare it with the scenario as written (Compare page); "
+                   "move a knob first" if not current else "Compare page: the scenario and each pinned what-if")
+    for i, pin in enumerate(ctx.pins):
+        text, remove = sb.columns([5, 1], vertical_alignment="center")
+        text.caption(f"**{core.pin_label(i)}**: {core.describe_pin(pin)}")
+        remove.button("✕", key=f"pin.remove.{i}", on_click=_unpin, args=(i,), help=f"unpin {core.pin_label(i)}")
+
+
+# ---------------------------------------------------------------------------
+# Knob widgets
 
 
 def _choices(options: list[Any], current: Any) -> tuple[list[Any], int]:
@@ -111,9 +235,9 @@ def _choices(options: list[Any], current: Any) -> tuple[list[Any], int]:
     return options, options.index(current)
 
 
-def _knobs(base: core.Knobs, tag: str) -> core.Knobs:
-    """One widget per knob, starting at the scenario's values; keyed to the scenario text."""
-    b = asdict(base)
+def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
+    """One widget per knob, starting at ``start``; keyed to the scenario text."""
+    b = asdict(start)
 
     def key(name: str) -> str:
         return f"knob.{tag}.{name}"
@@ -123,18 +247,19 @@ def _knobs(base: core.Knobs, tag: str) -> core.Knobs:
         return st.selectbox(label, opts, index=index, key=key(name), **kw)
 
     def integer(label: str, name: str, minimum: int, **kw: Any) -> int:
-        return int(st.number_input(label, min_value=minimum, value=int(b[name]), step=1, key=key(name), **kw))
+        return int(st.number_input(label, min_value=minimum, value=max(minimum, int(b[name])), step=1,
+                                   key=key(name), **kw))
 
     def number(label: str, name: str, minimum: float, step: float, fmt: str, **kw: Any) -> float:
-        return float(st.number_input(label, min_value=minimum, value=float(b[name]), step=step, format=fmt,
-                                     key=key(name), **kw))
+        return float(st.number_input(label, min_value=minimum, value=max(minimum, float(b[name])), step=step,
+                                     format=fmt, key=key(name), **kw))
 
     v: dict[str, Any] = dict(b)           # knobs a page does not show keep their value
-    training = base.workload == "training"
-    jobs = base.workload == "jobs"
+    training = start.workload == "training"
+    jobs = start.workload == "jobs"
     with st.sidebar.expander("Cluster", expanded=True):
         v["node"] = select("Node type", "node", catalog_names("nodes"), help="from the node catalog")
-        v["nodes"] = integer("Nodes", "nodes", 1, help=NODES_HELP[base.workload])
+        v["nodes"] = integer("Nodes", "nodes", 1, help=NODES_HELP[start.workload])
         if training or jobs:
             v["spare_nodes"] = integer("Spare nodes", "spare_nodes", 0, help="hot spares that replace failed nodes")
     if not jobs:

@@ -42,10 +42,14 @@ def find_studies() -> list[str]:
     return found
 
 
+def has_results(directory: str | Path) -> bool:
+    return (Path(directory).expanduser() / "results.parquet").is_file()
+
+
 def load(directory: str) -> dict[str, Any]:
     """A study → {"study": study.yaml, "rows": the table's rows, "keys", "objectives", "error"}."""
     path = Path(directory).expanduser()
-    if not (path / "results.parquet").is_file():
+    if not has_results(path):
         return {"error": f"'{directory}' holds no results.parquet: run python -m twin sweep … --out {directory}"}
     try:
         study = yaml.safe_load((path / "study.yaml").read_text(encoding="utf-8")) if (path / "study.yaml").is_file() \

@@ -34,3 +34,22 @@ def with_(data: dict, **changes) -> dict:
             node = node.setdefault(p, {})
         node[last] = value
     return out
+
+
+# Knob-change times measured in the browser (tests/test_browser.py): scenario → [(knob, seconds until the
+# headline shows it, seconds until the page is done)], printed at the end of the run.
+KNOB_TIMINGS = pytest.StashKey[dict]()
+
+
+@pytest.fixture(scope="session")
+def knob_timings(request) -> dict:
+    return request.config.stash.setdefault(KNOB_TIMINGS, {})
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    timings = config.stash.get(KNOB_TIMINGS, {})
+    if timings:
+        terminalreporter.section("dashboard knob changes (browser)")
+        for scenario, seconds in timings.items():
+            terminalreporter.write_line(f"{scenario}: " + "; ".join(
+                f"{knob} {shown:.2f} s (page done {done:.2f} s)" for knob, shown, done in seconds))

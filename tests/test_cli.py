@@ -1,6 +1,7 @@
 """The command line as a user meets it: exit codes, one-line errors, JSON on stdout only."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,26 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, mutate, fi
     assert len(lines) == 1 and "Traceback" not in out.stderr
     assert field in lines[0]
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="figures are drawn with Chromium (apt-get install chromium)")
+def test_report_writes_markdown_with_its_figures_beside_it(tmp_path):
+    out = twin("run", "scenarios/jeroboam.yaml", "--report", str(tmp_path / "plan.md"))
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "plan.md").read_text()
+    assert text.startswith("# Jeroboam") and "| Time to train (P50) |" in text and "### Parallel plan" in text
+    linked = [line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
+    assert linked == ["plan-figures/memory.png", "plan-figures/countries.png"]
+    assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in linked)
+    assert f"wrote {tmp_path / 'plan.md'} and 2 figures" in out.stdout
+
+
+def test_report_must_be_a_markdown_file_and_is_checked_before_simulating(tmp_path):
+    out = twin("run", "scenarios/jeroboam.yaml", "--report", str(tmp_path / "plan.txt"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == f"twin: error: --report: '{tmp_path / 'plan.txt'}' is not a Markdown file name " \
+                                 "(write e.g. report.md)"
 
 
 def test_malformed_yaml_exits_2(tmp_path):

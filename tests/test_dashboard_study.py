@@ -46,9 +46,12 @@ def test_a_missing_directory_is_one_line_and_a_live_sweep_runs():
     at = page(**{"study.source": "Load a results directory", "study.dir": "/nonexistent/study"})
     assert not at.exception and at.error[0].value.startswith("'/nonexistent/study' holds no results.parquet")
     at = page(**{"study.source": "Run a small sweep of this scenario", "study.vary1": "site.country=FR,SE",
-                 "study.vary2": ""})
+                 "study.vary2": "", "study.closed_form": True})
+    at.button(key="study.run").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     assert "2 points over `site.country`" in at.markdown[-1].value or any(
         "2 points over `site.country`" in m.value for m in at.markdown)
     bad = page(**{"study.source": "Run a small sweep of this scenario", "study.vary1": "site.countri=FR"})
+    assert not bad.error and "Press *Run the sweep*" in bad.info[0].value      # nothing runs before the button
+    bad.button(key="study.run").click().run()
     assert bad.error[0].value.startswith("--vary: 'site.countri' is not a scenario key")

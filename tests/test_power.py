@@ -291,8 +291,10 @@ def test_power_figures_build_from_the_result_dict(superpod_result):
     from twin.figures.power import country_comparison_figure, power_timeline_figure, rack_power_figure
 
     d = superpod_result.to_dict()
-    racks = rack_power_figure(d)
-    assert len(racks.data[0].x) == d["power"]["racks"]
+    racks = rack_power_figure(d).data[0]
+    cells = [z for row in racks.z for z in row if z == z]                  # one per rack below 100 racks
+    assert len(cells) == d["power"]["racks"]
+    assert max(cells) == pytest.approx(100 * d["power"]["rack_peak_w"] / d["power"]["rack_limit_w"])
     assert len(power_timeline_figure(d).data) >= 2
     countries = country_comparison_figure(d)
     assert list(countries.data[0].x)[0] == "FR (site)"

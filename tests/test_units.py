@@ -3,7 +3,7 @@
 import pytest
 
 from twin.errors import ScenarioError
-from twin.units import JOULES_PER_KWH, fmt_bytes, fmt_count, parse_price_per_kwh, parse_quantity
+from twin.units import JOULES_PER_KWH, fmt_amount, fmt_bytes, fmt_count, parse_price_per_kwh, parse_quantity
 
 
 @pytest.mark.parametrize("text, expected_Bps", [
@@ -89,3 +89,9 @@ def test_fmt_bytes_uses_binary_prefixes():
 def test_fmt_count_reads_back_as_the_scenario_writes_it(value, text):
     assert fmt_count(value) == text
     assert parse_quantity(text, "count", "x") == pytest.approx(value)
+
+
+@pytest.mark.parametrize("value,text", [(4.24e7, "42.4 M GPU·h"), (999_600, "1 M GPU·h"), (999_400, "999 k GPU·h"),
+                                        (512, "512 GPU·h"), (3.2e12, "3.2 T GPU·h")])
+def test_fmt_amount_sets_the_prefix_apart_and_rounds_up_to_the_next_one(value, text):
+    assert fmt_amount(value, "GPU·h") == text

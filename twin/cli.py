@@ -10,19 +10,24 @@ import os
 import sys
 
 from twin import __version__, catalog
-from twin.errors import ScenarioError
+from twin.errors import ScenarioError, TwinError
 from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from twin.api import run_file
-    from twin.report import summary
+    from twin.report import markdown_report, summary, write_markdown
 
-    out = None
+    out = report = None
     if args.out is not None:                      # checked before the simulation starts
         out = check_directory(args.out, "--out") / "results.json"
         check_file(str(out), "--out")
+    if args.report is not None:
+        report = check_file(args.report, "--report")
+        if report.suffix.lower() != ".md":
+            raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
+        check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
     result = run_file(args.scenario)
     text = result.to_json() if args.json else summary(result.to_dict())
     if out is not None:
@@ -32,6 +37,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise ScenarioError("--out", f"cannot write '{out}': {exc.strerror}") from None
         if not args.json:
             text += f"\n\nwrote {out}"
+    if report is not None:
+        folder = f"{report.stem}-figures"
+        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
+        if not args.json:
+            text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
+                                                  f"{report.parent / folder}")
     print(text)
     return 0
 
@@ -209,6 +220,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
     run.add_argument("--json", action="store_true", help="print the result record as JSON, nothing else")
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
+    run.add_argument("--report", metavar="FILE.md",
+                     help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
     run.set_defaults(func=_cmd_run)
 
     sw = sub.add_parser("sweep", help="run a scenario at every combination of varied keys (docs/studies.md)")
@@ -291,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"twin: error: {exc}", file=sys.stderr)
         return 2
+    except TwinError as exc:           # a valid question the twin could not finish answering (no renderer)
+        print(f"twin: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users

@@ -41,10 +41,10 @@ def check_file(text: str | None, field: str) -> Path:
     return path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all, with the permissions of a new file."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes, such as a PNG) to ``path`` whole or not at all, with the permissions of a new file."""
     def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with open(tmp, "wb") if isinstance(text, bytes) else open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
 
     replace_atomic(path, write)

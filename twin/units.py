@@ -163,3 +163,15 @@ def fmt_si(value: float, unit: str, digits: int = 3) -> str:
         if abs(value) >= factor:
             return f"{value / factor:.{digits}g} {prefix}{unit}"
     return f"{value:.{digits}g} {unit}"
+
+
+def fmt_amount(value: float, unit: str, digits: int = 3) -> str:
+    """A large amount with a decimal prefix set apart from its unit: 4.24e7 GPU·h → '42.4 M GPU·h'.
+
+    The prefix is the largest that keeps the rounded number at 1 or more (999,600 → '1 M').
+    """
+    scaled, prefix = value, ""
+    for name, factor in (("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)):
+        if abs(float(f"{value / factor:.{digits}g}")) >= 1:
+            scaled, prefix = value / factor, f"{name} "
+    return f"{scaled:.{digits}g} {prefix}{unit}"

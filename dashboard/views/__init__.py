@@ -7,7 +7,11 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import panel
 from dashboard.panel import PAGES, Context
+from twin.figures.overview import Metric
+
+HEADLINE_PER_ROW = 4        # headline numbers per row: each box wide enough for its value at a laptop's width
 
 # Each workload section in words, and where its results are drawn.
 WORKLOAD_NAMES = {"training": "training", "serving": "serving", "jobs": "many jobs on one cluster (jobs:)"}
@@ -47,6 +51,31 @@ def needs_result(ctx: Context, workload: str = "training") -> bool:
         st.error(f"This what-if does not run: {ctx.error}")
         st.info("Move the knob named above back, or change another one.")
     return False
+
+
+def preview_note(ctx: Context) -> None:
+    """While failure statistics come from fewer samples than the scenario asks for: say so, offer to refine."""
+    preview = ctx.preview
+    if preview is None:
+        return
+    run, asked = preview
+    text, button = st.columns([4, 1], vertical_alignment="center")
+    text.info(f"Failure statistics from {run} of the scenario's {asked} samples while you explore; "
+              f"**Refine** runs all {asked} (slower).", icon=":material/speed:")
+    button.button(f"Refine: {asked} samples", on_click=panel.refine, args=(ctx,), key=f"refine.{ctx.page}")
+
+
+def headline(metrics: list[Metric]) -> None:
+    """Headline numbers in bordered boxes, HEADLINE_PER_ROW to a row, each with its change when it has one."""
+    for start in range(0, len(metrics), HEADLINE_PER_ROW):
+        for col, m in zip(st.columns(HEADLINE_PER_ROW), metrics[start:start + HEADLINE_PER_ROW]):
+            col.metric(m.label, m.value, delta=m.delta, delta_color="inverse" if m.lower_is_better else "normal",
+                       help=m.help or None, border=True)
+
+
+def table(rows: list[dict[str, Any]]) -> None:
+    """A table tall enough to show every row (no inner scrolling)."""
+    st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3)
 
 
 def figure(what: str, fn: Callable[..., Any], *args: Any, available: bool = True,

@@ -1,13 +1,13 @@
-"""Job page: the run's timeline (failures, checkpoints, restarts, spares), time-to-train spread, power."""
+"""Job page: progress against wall time (failures, checkpoints), time-to-train spread, power over the run."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, needs_result, preview_note
 from twin.figures import overview
-from twin.figures.job import job_timeline_figure, time_to_train_figure
+from twin.figures.job import job_progress_figure, time_to_train_figure
 from twin.figures.power import power_timeline_figure
 from twin.units import fmt_duration
 
@@ -16,6 +16,11 @@ def render(ctx: Context) -> None:
     if not needs_result(ctx):
         return
     r = ctx.result
+    problem = overview.infeasibility(r)
+    if problem:
+        st.error(f"**{problem.title}**: {problem.detail}. See the Overview page for what would fix it.",
+                 icon=":material/block:")
+        return
     failures_on = bool(ctx.knobs and ctx.knobs.failures)
     ttt = overview.time_to_train_percentiles(r)
     cols = st.columns(5)
@@ -28,22 +33,23 @@ def render(ctx: Context) -> None:
     f = r.get("failures") or {}
     if f:
         cols = st.columns(5)
-        cols[0].metric("Spare pool", f"{f.get('spare_nodes', 0)} nodes",
+        cols[0].metric("Spare pool", f"{f.get('spare_nodes', 0):,} nodes",
                        help="spare nodes plus nodes the plan leaves idle, ready to replace a failed one")
         used = f.get("spares_used") or {}
-        cols[1].metric("Spares used, P50 / P90 (nodes)", f"{used.get('p50', 0):.0f} / {used.get('p90', 0):.0f}",
-                       help="nodes swapped in from the spare pool over the run")
-        cols[2].metric("Mean time between failures", fmt_duration(f.get("mtbf_s", 0.0)),
-                       help=f"whole job; profile {f.get('profile', '')}")
+        cols[1].metric("Spares used P50/P90", f"{used.get('p50', 0):.0f} / {used.get('p90', 0):.0f}",
+                       help="nodes swapped in from the spare pool over the run (P50 / P90)")
+        cols[2].metric("Time between failures", fmt_duration(f.get("mtbf_s", 0.0)),
+                       help=f"mean, whole job; profile {f.get('profile', '')}")
         cols[3].metric("Checkpoint every", fmt_duration(f.get("checkpoint_interval_s", 0.0)))
         cols[4].metric("Lost work (P50)", fmt_duration((f.get("lost_work_s") or {}).get("p50", 0.0)),
                        help="steps redone after failures, since the last checkpoint")
         if f.get("source"):
             st.caption(f"Failure rates: {f['source']}")
+        preview_note(ctx)
     hint = "not available in this result" if failures_on else \
         "not available: turn on 'Simulate failures' (sidebar, Reliability)"
-    st.subheader("Timeline of the run")
-    figure("Job timeline", job_timeline_figure, r, available=bool(r.get("timeline")), missing=hint)
+    st.subheader("Progress of the run")
+    figure("Job progress", job_progress_figure, r, available=bool((r.get("timeline") or {}).get("segments")))
     st.subheader("Time to train over failure samples")
     figure("Time-to-train distribution", time_to_train_figure, r, available=bool(r.get("failures")),
            missing=hint)

@@ -10,12 +10,13 @@ import streamlit as st
 
 from dashboard import cached, core
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, headline, needs_result
 from twin.figures import operations as ops
 from twin.units import SECONDS_PER_DAY, fmt_duration
 
 POLICIES = {"fifo": "FIFO", "backfill": "EASY backfill", "priority": "priority, fair share, backfill"}
 PLACEMENTS = {"topology": "topology-aware", "first-fit": "first fit"}
+
 
 
 def _what_if(ctx: Context) -> tuple[dict, str | None]:
@@ -45,9 +46,7 @@ def render(ctx: Context) -> None:
         st.error(f"This what-if does not run: {error}")
         return
     metrics = ops.headline_metrics(r)
-    for start in range(0, len(metrics), 5):
-        for col, m in zip(st.columns(5), metrics[start:start + 5]):
-            col.metric(m.label, m.value, help=m.help or None, border=True)
+    headline(metrics)
     for warning in r["warnings"]:
         st.warning(warning)
     aware = r["carbon_aware"]

@@ -1,4 +1,5 @@
-"""Overview page: headline numbers with units, the parallel plan, memory per GPU, countries."""
+"""Overview page: headline numbers with units (or why the plan does not run), the parallel plan,
+memory per GPU, countries."""
 
 from __future__ import annotations
 
@@ -6,44 +7,62 @@ import json
 
 import streamlit as st
 
-from dashboard import cached
+from dashboard import cached, export
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, headline, needs_result, preview_note, table
 from twin.figures import overview
 from twin.figures.power import country_comparison_figure
+
+
+
+def infeasible(problem: overview.Infeasible) -> None:
+    """The error state drawn in place of the headline numbers."""
+    st.error(f"**{problem.title}**: {problem.detail}. The numbers below it would be meaningless, so none "
+             "are shown.", icon=":material/block:")
+    st.markdown("**What would fix it**\n" + "\n".join(f"- {s}" for s in problem.suggestions))
 
 
 def render(ctx: Context) -> None:
     if not needs_result(ctx):
         return
     r = ctx.result
-    baseline = cached.evaluate(ctx.base_raw)["result"] if ctx.changes and ctx.base_raw else None
-    metrics = overview.headline_metrics(r, baseline)
-    for start in range(0, len(metrics), 5):
-        for col, m in zip(st.columns(5), metrics[start:start + 5]):
-            col.metric(m.label, m.value, delta=m.delta, delta_color="inverse" if m.lower_is_better else "normal",
-                       help=m.help, border=True)
-    if baseline:
-        st.caption("Changes are against the scenario as written (knobs untouched).")
+    problem = overview.infeasibility(r)
+    if problem:
+        infeasible(problem)
+    else:
+        baseline = cached.evaluate(ctx.simulated(ctx.base_raw))["result"] if ctx.changes and ctx.base_raw else None
+        metrics = overview.headline_metrics(r, baseline)
+        headline(metrics)
+        if baseline:
+            st.caption("Changes are against the scenario as written (knobs untouched).")
+        preview_note(ctx)
     for warning in r.get("warnings", []):
-        st.warning(warning)
+        if not (problem and warning.startswith(("does not fit", "did not finish"))):   # said above
+            st.warning(warning)
 
     left, right = st.columns([2, 3], gap="large")
     with left:
         st.subheader("Parallel plan")
         st.caption((r.get("plan") or {}).get("description", ""))
         rows = overview.plan_rows(r)
-        st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3)
+        table(rows)
     with right:
         st.subheader("Memory per GPU")
         st.plotly_chart(overview.memory_figure(r), key="fig.memory")
         for advice in r.get("memory_advice", []):
             st.caption(advice)
+    if problem:
+        export.report_button(ctx, "overview")
+        return
     st.subheader("Carbon and energy cost by country")
     st.caption(f"Facility energy {r['energy_facility_kwh'] / 1e3:,.1f} MWh (IT {r['energy_it_kwh'] / 1e3:,.1f} MWh "
-               f"× PUE {r['pue']:.2f}) at each country's grid intensity and electricity price.")
+               f"× PUE {r['pue']:.2f}) at each country's grid intensity and electricity price: the site, the "
+               "scenario's `site.compare` list, and France and Germany side by side when either is the site.")
     figure("Country comparison", country_comparison_figure, r,
            available=bool((r.get("power") or {}).get("countries")), key="fig.countries")
-    st.dataframe(overview.country_rows(r), hide_index=True)
-    st.download_button("Download the result (JSON)", json.dumps(r, indent=2), file_name="result.json",
-                       mime="application/json")
+    table(overview.country_rows(r))
+    left, right = st.columns(2)
+    with left:
+        export.report_button(ctx, "overview")
+    right.download_button("Download the result (JSON)", json.dumps(r, indent=2), file_name="result.json",
+                          mime="application/json", on_click="ignore")

@@ -9,9 +9,10 @@ import streamlit as st
 
 from dashboard import cached
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
+from dashboard.views import figure, headline, needs_result
 from twin.api import gpus_for_rate
 from twin.figures import serving
+
 
 
 def render(ctx: Context) -> None:
@@ -19,9 +20,7 @@ def render(ctx: Context) -> None:
         return
     r = ctx.result
     metrics = serving.headline_metrics(r)
-    for start in range(0, len(metrics), 5):
-        for col, m in zip(st.columns(5), metrics[start:start + 5]):
-            col.metric(m.label, m.value, help=m.help or None, border=True)
+    headline(metrics)
     st.caption(r["label"])
     for warning in [*r["warnings"], *(w for a in r.get("alternatives") or [] for w in a["warnings"])]:
         st.warning(warning)

@@ -1,13 +1,12 @@
-"""Training step page: a Gantt chart of one step and where the step's time goes."""
+"""Training step page: a Gantt chart of one step and where the step's time goes (one colour per part)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard.panel import Context
-from dashboard.views import figure, needs_result
-from twin.report import PART_LABELS
-from twin.figures.step import step_breakdown_figure, step_gantt_figure
+from dashboard.views import figure, needs_result, table
+from twin.figures.step import step_breakdown_figure, step_gantt_figure, step_parts_rows
 
 
 def render(ctx: Context) -> None:
@@ -19,6 +18,4 @@ def render(ctx: Context) -> None:
     figure("Step Gantt chart", step_gantt_figure, r, available=bool(r.get("step_timeline")))
     st.subheader("Step-time breakdown")
     figure("Step-time breakdown", step_breakdown_figure, r)
-    st.dataframe([{"phase": PART_LABELS.get(k, k), "time [s]": round(v, 4),
-                   "share of step [%]": round(100 * v / r["step_time_s"], 1)}
-                  for k, v in r["step_breakdown_s"].items()], hide_index=True)
+    table(step_parts_rows(r))

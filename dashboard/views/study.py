@@ -53,12 +53,19 @@ def _run(ctx: Context) -> str | None:
     if not varies:
         st.info("Write a key to vary, e.g. site.country=FR,DE,US.")
         return None
-    st.caption(f"The scenario with the sidebar's knobs, at most {studies.MAX_LIVE_POINTS} points, on this machine.")
-    answer = cached.run_study(ctx.raw, tuple(varies), closed)
-    if answer["error"]:
-        st.error(answer["error"])
+    directory = studies.live_directory(ctx.raw, varies, closed)
+    run = st.button("Run the sweep", key="study.run", type="primary")
+    st.caption(f"The scenario with the sidebar's knobs, at most {studies.MAX_LIVE_POINTS} points, on this machine; "
+               "a sweep run before with the same inputs is shown without running again.")
+    if run:
+        answer = cached.run_study(ctx.raw, tuple(varies), closed)
+        if answer["error"]:
+            st.error(answer["error"])
+            return None
+    elif not studies.has_results(directory):
+        st.info("Press *Run the sweep* to run these points.")
         return None
-    return answer["directory"]
+    return str(directory)
 
 
 def _load() -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from twin.figures.overview import Metric
+from twin.figures.overview import Metric, co2e
 from twin.units import fmt_bytes, fmt_duration, fmt_si
 
 MS = 1e3
@@ -40,7 +40,7 @@ def headline_metrics(r: dict[str, Any]) -> list[Metric]:
                "facility energy per million output tokens"),
         Metric(f"Cost per M tokens ({site})", "n/a" if cost is None else f"{cost:.3g} EUR",
                "electricity (and GPU rental when priced) per million output tokens"),
-        Metric(f"Carbon per M tokens ({site})", f"{r['carbon_per_million_output_tokens_kg'][site]:.3g} kg CO2e",
+        Metric(f"Carbon per M tokens ({site})", co2e(r["carbon_per_million_output_tokens_kg"][site]),
                "operational carbon per million output tokens"),
     ]
 

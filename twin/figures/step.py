@@ -2,7 +2,8 @@
 
 Both take a Result's dict (``Result.to_dict()``): ``step_timeline`` (spans of
 every stage: forward, backward, send, dp_comm, overheads, optimizer) and
-``step_breakdown_s``.
+``step_breakdown_s``. Each step part has one colour on both charts
+(``twin.figures.colours``).
 """
 
 from __future__ import annotations
@@ -12,60 +13,91 @@ from typing import Any
 import plotly.graph_objects as go
 
 from twin.engine.step import PART_LABELS
+from twin.figures.colours import PART_COLOURS, SPAN_PARTS, span_colour
 
-# Okabe-Ito colours (colour-blind safe), one per kind of span.
-SPAN_COLOURS = {"forward": "#0072B2", "backward": "#56B4E9", "send": "#E69F00", "dp_comm": "#009E73",
-                "overheads": "#CC79A7", "optimizer": "#D55E00"}
-BREAKDOWN_COLOURS = {"compute": "#0072B2", "tp_comm": "#E69F00", "pp_comm": "#56B4E9", "dp_comm": "#009E73",
-                     "bubble": "#BBBBBB", "overheads": "#CC79A7", "optimizer": "#D55E00"}
+SPAN_LABELS = {"forward": "forward pass (GPU compute)", "backward": "backward pass (GPU compute)",
+               "send": PART_LABELS["pp_comm"], "dp_comm": PART_LABELS["dp_comm"],
+               "overheads": PART_LABELS["overheads"], "optimizer": PART_LABELS["optimizer"]}
+# Smallest label size: a micro-batch number that would be drawn smaller is left out (plotly hides it).
+MIN_LABEL_PX = 9
+ROW_PX = 26                     # height of one pipeline stage's row
 
 
 def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
-    """One bar per span on a row per pipeline stage (stage 0 on top); time in seconds."""
+    """One bar per span on a row per pipeline stage (stage 0 on top); time in seconds.
+
+    Micro-batch numbers are drawn inside the bars wide enough to hold them.
+    """
     spans = result.get("step_timeline") or []
     fig = go.Figure()
     stages = sorted({s["stage"] for s in spans})
-    for kind, colour in SPAN_COLOURS.items():
+    for kind in SPAN_PARTS:
         chosen = [s for s in spans if s["kind"] == kind]
         if not chosen:
             continue
         fig.add_trace(go.Bar(
-            name=kind.replace("_", " "),
+            name=SPAN_LABELS[kind],
             orientation="h",
             base=[s["start_s"] for s in chosen],
             x=[s["end_s"] - s["start_s"] for s in chosen],
             y=[f"stage {s['stage']}" for s in chosen],
-            marker_color=colour,
+            marker_color=span_colour(kind),
             marker_line_width=0.5,
             marker_line_color="white",
             text=[str(s["microbatch"]) if s["microbatch"] >= 0 else "" for s in chosen],
+            textposition="inside",
+            insidetextanchor="middle",
+            textfont={"size": 11},
             customdata=[[s["microbatch"], s["chunk"], s["start_s"], s["end_s"]] for s in chosen],
             hovertemplate=(f"{kind}<br>micro-batch %{{customdata[0]}}, chunk %{{customdata[1]}}"
                            "<br>%{customdata[2]:.4f} s – %{customdata[3]:.4f} s<extra></extra>"),
         ))
     fig.update_layout(
-        title=f"One training step across {len(stages)} pipeline stage(s)",
+        title=f"One training step across {len(stages)} pipeline stage(s); numbers are micro-batches",
         barmode="overlay",
         xaxis_title="time in the step (s)",
         yaxis={"categoryorder": "array", "categoryarray": [f"stage {s}" for s in reversed(stages)]},
-        legend_title="span",
+        uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"},
+        height=190 + ROW_PX * max(1, len(stages)),
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+        margin={"l": 70, "r": 20, "t": 90, "b": 40},
     )
     return fig
 
 
+def step_parts(result: dict[str, Any]) -> list[tuple[str, str, float]]:
+    """(part key, label, seconds) of the step's parts that take time, in the engine's order."""
+    return [(key, PART_LABELS.get(key, key), float(value))
+            for key, value in (result.get("step_breakdown_s") or {}).items() if value > 0]
+
+
+def step_parts_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The step breakdown as table rows: part, seconds, share of the step."""
+    step_s = float(result.get("step_time_s") or 1.0)
+    return [{"part": label, "time [s]": round(value, 4), "share of step [%]": round(100 * value / step_s, 1)}
+            for _, label, value in step_parts(result)]
+
+
 def step_breakdown_figure(result: dict[str, Any]) -> go.Figure:
-    """Where a step's time goes: one stacked horizontal bar, seconds per part."""
-    parts = result.get("step_breakdown_s") or {}
+    """Where a step's time goes: one stacked horizontal bar, seconds per part, every part in the legend."""
+    parts = step_parts(result)
     fig = go.Figure()
-    step_s = float(result.get("step_time_s") or sum(parts.values()) or 1.0)
-    for key, value in parts.items():
+    step_s = float(result.get("step_time_s") or sum(v for _, _, v in parts) or 1.0)
+    for key, label, value in parts:
+        share = f"{value / step_s:.0%}" if value / step_s >= 0.005 else "<1%"
         fig.add_trace(go.Bar(
-            name=PART_LABELS.get(key, key),
+            name=f"{label} ({share})",
             orientation="h",
             x=[value],
             y=["step"],
-            marker_color=BREAKDOWN_COLOURS.get(key, "#999999"),
-            hovertemplate=f"{PART_LABELS.get(key, key)}: %{{x:.3f}} s ({value / step_s:.1%})<extra></extra>",
+            marker_color=PART_COLOURS.get(key, "#999999"),
+            text=[share],
+            textposition="inside",
+            insidetextanchor="middle",
+            hovertemplate=f"{label}: %{{x:.3f}} s ({value / step_s:.1%})<extra></extra>",
         ))
-    fig.update_layout(title=f"Step time {step_s:.3f} s", barmode="stack", xaxis_title="seconds", height=260)
+    fig.update_layout(title=f"Step time {step_s:.3f} s", barmode="stack", xaxis_title="seconds",
+                      uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"}, height=260,
+                      legend={"orientation": "h", "y": -0.45, "yanchor": "top", "x": 0, "traceorder": "normal"},
+                      margin={"l": 50, "r": 20, "t": 50, "b": 10})
     return fig
