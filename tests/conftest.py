@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
+import time
 from pathlib import Path
 
 import pytest
@@ -36,7 +39,7 @@ def with_(data: dict, **changes) -> dict:
     return out
 
 
-# Knob-change times measured in the browser (tests/test_browser.py): scenario → [(knob, seconds until the
+# Knob-change times measured in the browser (tests/test_browser_what_ifs.py): scenario → [(knob, seconds until the
 # headline shows it, seconds until the page is done)], printed at the end of the run.
 KNOB_TIMINGS = pytest.StashKey[dict]()
 
@@ -53,3 +56,17 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
         for scenario, seconds in timings.items():
             terminalreporter.write_line(f"{scenario}: " + "; ".join(
                 f"{knob} {shown:.2f} s (page done {done:.2f} s)" for knob, shown, done in seconds))
+
+
+def cli(*argv: str) -> tuple[int, str, str, float]:
+    """``python -m twin ARGV`` run in this process: (exit status, stdout, stderr, seconds)."""
+    from twin.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:           # argparse usage errors
+            code = exc.code
+    return code, out.getvalue(), err.getvalue(), time.perf_counter() - start

@@ -8,12 +8,9 @@ shipped scenarios. Each runs through the command line in this process.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import os
 import stat
-import time
 from pathlib import Path
 
 import pytest
@@ -22,22 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import bad_inputs
-from tests.conftest import SCENARIOS
-from twin.cli import main
+from tests.conftest import SCENARIOS, cli
 
 # No run of a bounded scenario may take longer than this (a guard against runaway work, not a benchmark).
 TIME_BOUND_S = 60.0
-
-
-def cli(*argv: str) -> tuple[int, str, str, float]:
-    out, err = io.StringIO(), io.StringIO()
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:           # argparse usage errors
-            code = exc.code
-    return code, out.getvalue(), err.getvalue(), time.perf_counter() - start
 
 
 def run_bytes(tmp_path: Path, data: bytes) -> tuple[int, str, str, float]:

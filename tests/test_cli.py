@@ -5,15 +5,22 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT
+from tests.conftest import BASE, ROOT, cli
 
 
-def twin(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "twin", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def twin(*args):
+    """The command line run in this process (as a user's shell would, minus the interpreter's start-up)."""
+    code, out, err, _ = cli(*args)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
+def real_process(*args):
+    return subprocess.run([sys.executable, "-m", "twin", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
 def write(tmp_path: Path, data, name="s.yaml") -> Path:
@@ -23,7 +30,7 @@ def write(tmp_path: Path, data, name="s.yaml") -> Path:
 
 
 def test_run_superpod_prints_a_summary_with_units():
-    out = twin("run", "scenarios/superpod.yaml")
+    out = real_process("run", "scenarios/superpod.yaml")
     assert out.returncode == 0, out.stderr
     for needle in ("GiB", "tokens/s", "TFLOP/s", "MFU", "days", "MWh", "t CO2e", "EUR"):
         assert needle in out.stdout
@@ -81,7 +88,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, mutate, fi
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
                     reason="figures are drawn with Chromium (apt-get install chromium)")
 def test_report_writes_markdown_with_its_figures_beside_it(tmp_path):
-    out = twin("run", "scenarios/jeroboam.yaml", "--report", str(tmp_path / "plan.md"))
+    out = twin("run", str(ROOT / "scenarios" / "jeroboam.yaml"), "--report", str(tmp_path / "plan.md"))
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "plan.md").read_text()
     assert text.startswith("# Jeroboam") and "| Time to train (P50) |" in text and "### Parallel plan" in text
@@ -92,7 +99,7 @@ def test_report_writes_markdown_with_its_figures_beside_it(tmp_path):
 
 
 def test_report_must_be_a_markdown_file_and_is_checked_before_simulating(tmp_path):
-    out = twin("run", "scenarios/jeroboam.yaml", "--report", str(tmp_path / "plan.txt"))
+    out = twin("run", str(ROOT / "scenarios" / "jeroboam.yaml"), "--report", str(tmp_path / "plan.txt"))
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == f"twin: error: --report: '{tmp_path / 'plan.txt'}' is not a Markdown file name " \
                                  "(write e.g. report.md)"

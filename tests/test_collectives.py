@@ -244,17 +244,13 @@ def test_vectorised_routes_equal_flow_by_flow_routes_on_a_degraded_fabric():
 
 
 def test_topology_command_prints_the_fabric_and_the_groups():
-    import subprocess
-    import sys
+    from tests.conftest import ROOT, cli
 
-    from tests.conftest import ROOT
-
-    out = subprocess.run([sys.executable, "-m", "twin", "topology", "scenarios/superpod.yaml"], capture_output=True,
-                         text=True, cwd=ROOT, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "32 leaves, 16 spines" in out.stdout and "1,024" in out.stdout      # the RA's 4-SU fabric
+    code, stdout, err, _ = cli("topology", str(ROOT / "scenarios" / "superpod.yaml"))
+    assert code == 0, err
+    assert "32 leaves, 16 spines" in stdout and "1,024" in stdout      # the RA's 4-SU fabric
     for kind in ("tensor", "data", "pipeline"):
-        assert kind in out.stdout
+        assert kind in stdout
 
 
 def test_hierarchical_all_reduce_matches_its_hand_computed_phases():

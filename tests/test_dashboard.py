@@ -1,12 +1,11 @@
 """The Streamlit dashboard's logic and widgets (AppTest, no browser): knobs, uploads, pins and the URL,
-compare, infeasible plans. Drawing in a real browser is tests/test_browser.py."""
+compare, infeasible plans. Drawing in a real browser is tests/test_browser_pages.py and tests/test_browser_what_ifs.py."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,7 +59,7 @@ def assert_clean(at: AppTest) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Pages (every page of every shipped scenario is drawn in a real browser: tests/test_browser.py)
+# Pages (every page of every shipped scenario is drawn in a real browser: tests/test_browser_pages.py)
 
 
 TITLES = {"scenario": "Scenario", "overview": "Overview", "cluster": "Cluster", "step": "Training step", "job": "Job",

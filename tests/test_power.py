@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, SCENARIOS, with_
+from tests.conftest import BASE, ROOT, SCENARIOS, cli, with_
 from twin.api import run_dict
 from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
@@ -170,10 +168,9 @@ def test_higher_pue_never_lowers_facility_energy(base_scenario):
 def test_pue_below_one_is_rejected_with_exit_code_2(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(with_(BASE, site__pue=0.9)), encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "twin", "run", str(path)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
-    assert out.returncode == 2
-    assert "site.pue" in out.stderr and "Traceback" not in out.stderr
+    code, _, err, _ = cli("run", str(path))
+    assert code == 2
+    assert "site.pue" in err and "Traceback" not in err
 
 
 def test_llama_65b_table_gpu_hours_times_400_w_times_pue_1_1():

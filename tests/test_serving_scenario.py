@@ -5,13 +5,12 @@ from __future__ import annotations
 import copy
 import json
 import math
-import subprocess
-import sys
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import cli
 from twin.api import capacity, gpus_for_rate, parse_scenario, simulate
 from twin.errors import ScenarioError
 from twin.units import JOULES_PER_KWH
@@ -175,8 +174,8 @@ def test_capacity_is_within_the_slo_and_sizes_a_target():
 # -- the command line ---------------------------------------------------------------------------
 
 def twin(*args):
-    return subprocess.run([sys.executable, "-m", "twin", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+    code, out, err, _ = cli(*args)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 def test_run_prints_a_serving_summary_and_json(tmp_path):

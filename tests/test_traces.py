@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import cli
 from twin.api import run_file
 from twin.errors import ScenarioError
 from twin.operations.traces import convert_helios, read_trace
@@ -72,10 +71,8 @@ def test_a_missing_trace_is_refused(tmp_path):
 
 def test_convert_trace_on_the_command_line(tmp_path):
     target = tmp_path / "out" / "trace.csv"
-    done = subprocess.run([sys.executable, "-m", "twin", "convert-trace", "helios", str(HELIOS), str(target)],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+    code, _, err, _ = cli("convert-trace", "helios", str(HELIOS), str(target))
+    assert code == 0, err
     assert target.read_text() == convert_helios(HELIOS)[0]
-    bad = subprocess.run([sys.executable, "-m", "twin", "convert-trace", "helios", str(target), str(target)],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert bad.returncode == 2 and bad.stderr.startswith("twin: error: source: ") and "not a Helios" in bad.stderr
+    code, _, err, _ = cli("convert-trace", "helios", str(target), str(target))
+    assert code == 2 and err.startswith("twin: error: source: ") and "not a Helios" in err

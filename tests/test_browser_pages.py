@@ -1,0 +1,23 @@
+"""Every page of every shipped scenario, in a real browser: drawn without console errors, cut-off
+headline numbers or empty charts (fixtures in conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dashboard.panel import PAGES
+from tests.browser import SCENARIOS, SCREENSHOTS, assert_drawn_cleanly, browser, server, shots, tab  # noqa: F401
+
+
+def test_every_page_of_every_shipped_scenario(tab, shots):
+    for i, scenario in enumerate(SCENARIOS):
+        if i:
+            tab.choose_scenario(scenario)
+        for page in PAGES:
+            state = tab.go(page)
+            assert_drawn_cleanly(tab, state, f"{scenario} {page}")
+            if page == "overview":
+                assert all(any(ch.isalpha() or ch == "%" for ch in m["text"]) for m in state["metrics"]), \
+                    f"{scenario}: every headline number has its unit"
+            if shots is not None and page in SCREENSHOTS.get(scenario, []):
+                tab.screenshot(shots / f"{Path(scenario).stem}-{page}.png")
