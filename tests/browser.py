@@ -149,9 +149,9 @@ class Tab:
     def settle(self, title: str, timeout_s: float = 90.0) -> dict:
         """Wait until the page titled ``title`` has finished drawing (script done, nothing stale, every chart
         drawn), and still has 0.05 s later; then its state."""
-        for _ in range(2):
-            self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
-            time.sleep(0.05)
+        self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
+        time.sleep(0.05)
+        self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
         return self.state()
 
     def go(self, page: str) -> dict:

@@ -70,3 +70,14 @@ def cli(*argv: str) -> tuple[int, str, str, float]:
         except SystemExit as exc:           # argparse usage errors
             code = exc.code
     return code, out.getvalue(), err.getvalue(), time.perf_counter() - start
+
+
+# The browser's tests (each file on one worker, with its own server and browser) use little of their
+# worker's core while the page draws: the page test starts first, the short tests fill the other core
+# beside it, and the what-if test comes last, so that two browsers seldom draw at once. xdist keeps this
+# order (--no-loadscope-reorder in pyproject.toml).
+ORDER = {"tests/test_browser_pages.py": 0, "tests/test_browser_what_ifs.py": 2}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    items.sort(key=lambda item: ORDER.get(item.nodeid.split("::")[0], 1))

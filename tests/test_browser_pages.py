@@ -1,12 +1,17 @@
 """Every page of every shipped scenario, in a real browser: drawn without console errors, cut-off
-headline numbers or empty charts (fixtures in conftest.py)."""
+headline numbers or empty charts (fixtures in tests/browser.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dashboard.panel import PAGES
 from tests.browser import SCENARIOS, SCREENSHOTS, assert_drawn_cleanly, browser, server, shots, tab  # noqa: F401
+
+# Its module fixtures are set up once: all its tests run on one worker (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("browser-pages")
 
 
 def test_every_page_of_every_shipped_scenario(tab, shots):

@@ -1,5 +1,5 @@
 """What-ifs in a real browser: knob changes answer within the time bound, pinned what-ifs travel in the
-URL and the report downloads, a bad upload shows its one-line error (fixtures in conftest.py)."""
+URL and the report downloads, a bad upload shows its one-line error (fixtures in tests/browser.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from tests.browser import KNOB_BOUND_S, Tab, assert_drawn_cleanly, browser, server, tab  # noqa: F401
 
+# Its module fixtures are set up once: all its tests run on one worker (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("browser-what-ifs")
 
 # scenario → knob changes (label, new value), each a what-if never simulated before
 KNOB_CHANGES = {

@@ -19,6 +19,9 @@ from twin.power.embodied import embodied, embodied_spec, llmcarbon_gpu_kg
 from twin.power.energy import facility_energy_kwh, gpu_tdp_energy_kwh, power_timeline, step_power
 from twin.power.rack import cap_to_fit
 
+# Its module fixtures are set up once: all its tests run on one worker (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("power")
+
 
 def superpod() -> dict:
     """The reference SuperPOD, failure-free: these tests check power, not the job engine."""

@@ -25,6 +25,9 @@ from twin.validation import load_cases, run_cases, summarize
 from twin.validation.cases import parse_case_file
 from twin.validation.report import BEGIN_MARK, END_MARK, splice
 
+# Its module fixtures are set up once: all its tests run on one worker (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("validation")
+
 # Mean absolute percentage error allowed per group (fraction), measured + margin.
 GROUP_MAPE_BOUNDS = {
     "narayanan-2021": 0.07,

@@ -18,6 +18,7 @@ speed (catalog calibration.yaml ``flash2_peak_fraction``, ``flash1_speed_vs_flas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction
 from twin.hardware.specs import GPUSpec
@@ -51,12 +52,12 @@ class OperatorModel:
     separate_fp8_cast: bool = True     # training (Transformer Engine) casts each fp8 GEMM input in its own
                                        # kernel; inference engines fuse the cast into the norm or activation before
 
-    @property
+    @cached_property
     def matmul_flops(self) -> float:
         """Sustained FLOP/s of large GEMMs."""
         return self.achievable_flops(self.precision) * self.efficiency.matmul * self.power_cap_factor
 
-    @property
+    @cached_property
     def attention_flops(self) -> float:
         """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8 and int8)."""
         precision = "bf16" if self.precision in ("fp8", "int8") else self.precision
@@ -73,7 +74,7 @@ class OperatorModel:
         """The GPU's measured maximum achievable matmul FLOP/s at ``precision``."""
         return self.gpu.peak(precision) * achievable_matmul_fraction(self.gpu.name, precision)
 
-    @property
+    @cached_property
     def memory_Bps(self) -> float:
         return self.gpu.memory_Bps * self.efficiency.memory
 

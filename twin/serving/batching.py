@@ -26,6 +26,7 @@ stage-to-stage sends. Each iteration adds ``iteration_overhead_s``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from twin.calibration import ServingEfficiency
 from twin.engine.operators import OperatorModel
@@ -96,16 +97,28 @@ class IterationModel:
 
     # -- one stage, one micro-batch -----------------------------------------------------------
     def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float]:
-        m = self.model
-        layers = max(stage_layers(m.layers, self.stages))
+        layers = self._layers
         g_c, g_m = self._gemms(b.tokens)
         a_c, a_m = self._attention(b, kv_spilled)
         e_m = self._elementwise(b.tokens)
         tp = 2 * self._all_reduce(b.tokens)
-        emits = b.decode_seqs + b.prefill_done
-        head = self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden) if emits else 0.0
-        spill = self._weight_spill_s()
-        return layers * (g_c + a_c), layers * (g_m + a_m + e_m + spill) + head, layers * tp
+        head = self._head(b.decode_seqs + b.prefill_done)
+        return layers * (g_c + a_c), layers * (g_m + a_m + e_m + self._weight_spill_s) + head, layers * tp
+
+    @cached_property
+    def _layers(self) -> int:
+        """Layers of the busiest pipeline stage."""
+        return max(stage_layers(self.model.layers, self.stages))
+
+    def _head(self, emits: int) -> float:
+        """The LM head for ``emits`` sequences that emit a token."""
+        key = ("head", emits)
+        hit = self._cache.get(key)
+        if hit is None:
+            m = self.model
+            hit = self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden) if emits else 0.0
+            self._cache[key] = hit
+        return hit
 
     def _gemms(self, tokens: int) -> tuple[float, float]:
         """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
@@ -135,17 +148,22 @@ class IterationModel:
 
     def _attention(self, b: Batch, kv_spilled: float) -> tuple[float, float]:
         """(compute-bound, memory-bound) seconds of one layer's attention."""
-        m, ops, t = self.model, self.ops, self.tensor.ranks
-        heads = m.heads / t
-        kv_per_token = 2.0 * max(1.0, m.kv_heads / t) * m.head_dim * KV_BYTES[self.kv_precision]
-        flops_per_pair = 4.0 * heads * m.head_dim
+        kv_per_token, flops_per_pair = self._attention_shape
         read = (b.decode_context + b.prefill_context) * kv_per_token
         read_s = self._read_s(read, kv_spilled)
+        ops = self.ops
         decode_flops_s = ops.attention_s(flops_per_pair * b.decode_context) if b.decode_context else 0.0
         prefill_s = ops.attention_s(flops_per_pair * b.prefill_pairs) if b.prefill_pairs else 0.0
         if decode_flops_s > read_s:
             return prefill_s + decode_flops_s, 0.0
         return prefill_s, read_s
+
+    @cached_property
+    def _attention_shape(self) -> tuple[float, float]:
+        """(KV bytes per cached token, FLOPs per query-key pair) on one GPU of the tensor group."""
+        m, t = self.model, self.tensor.ranks
+        kv_per_token = 2.0 * max(1.0, m.kv_heads / t) * m.head_dim * KV_BYTES[self.kv_precision]
+        return kv_per_token, 4.0 * m.heads / t * m.head_dim
 
     def _read_s(self, bytes_read: float, spilled: float) -> float:
         """KV bytes streamed from HBM, and the spilled share from Grace memory over C2C."""
@@ -157,10 +175,13 @@ class IterationModel:
         return hbm + bytes_read * spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
 
     def _elementwise(self, tokens: int) -> float:
+        return self.ops.memory_s(tokens * self._elementwise_bytes_per_token)
+
+    @cached_property
+    def _elementwise_bytes_per_token(self) -> float:
         m = self.model
         per_hidden, per_ffn = elementwise_bytes(m.norm, m.activation, "fused", False)
-        per_token = per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
-        return self.ops.memory_s(tokens * per_token)
+        return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
 
     def _all_reduce(self, tokens: int) -> float:
         key = ("ar", tokens)
@@ -170,13 +191,13 @@ class IterationModel:
             self._cache[key] = hit
         return hit
 
+    @cached_property
     def _weight_spill_s(self) -> float:
         """Extra time per layer to read the layer's share of weights held in Grace memory."""
         spilled = self.memory.weights_spilled_bytes
         if spilled <= 0 or self.host_memory_Bps <= 0:
             return 0.0
-        layers = max(stage_layers(self.model.layers, self.stages))
-        per_layer = spilled / layers
+        per_layer = spilled / self._layers
         eff = self.ops.efficiency.memory
         return per_layer / (self.host_memory_Bps * eff) - per_layer / (self.ops.gpu.memory_Bps * eff)
 
