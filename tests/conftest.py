@@ -39,21 +39,24 @@ def with_(data: dict, **changes) -> dict:
     return out
 
 
-# Knob-change times measured in the browser (tests/test_browser_what_ifs.py): scenario → [(knob, seconds until the
-# headline shows it, seconds until the page is done)], printed at the end of the run.
-KNOB_TIMINGS = pytest.StashKey[dict]()
+# Knob-change times measured in the browser (tests/test_browser_what_ifs.py), carried from whichever worker ran
+# the test in its report's user properties: scenario → [(knob, seconds until the headline shows it, seconds
+# until the page is done)], printed at the end of the run.
+KNOB_TIMINGS: dict[str, list[tuple[str, float, float]]] = {}
 
 
-@pytest.fixture(scope="session")
-def knob_timings(request) -> dict:
-    return request.config.stash.setdefault(KNOB_TIMINGS, {})
+def pytest_runtest_logreport(report) -> None:
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == "knob_timings":
+                scenario, timings = value
+                KNOB_TIMINGS[scenario] = [tuple(t) for t in timings]
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
-    timings = config.stash.get(KNOB_TIMINGS, {})
-    if timings:
+    if KNOB_TIMINGS:
         terminalreporter.section("dashboard knob changes (browser)")
-        for scenario, seconds in timings.items():
+        for scenario, seconds in KNOB_TIMINGS.items():
             terminalreporter.write_line(f"{scenario}: " + "; ".join(
                 f"{knob} {shown:.2f} s (page done {done:.2f} s)" for knob, shown, done in seconds))
 
