@@ -7,6 +7,7 @@ import copy
 import io
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -73,6 +74,12 @@ def cli(*argv: str) -> tuple[int, str, str, float]:
         except SystemExit as exc:           # argparse usage errors
             code = exc.code
     return code, out.getvalue(), err.getvalue(), time.perf_counter() - start
+
+
+def twin(*argv: str) -> SimpleNamespace:
+    """``cli`` read as a finished process: ``returncode``, ``stdout``, ``stderr``."""
+    code, out, err, _ = cli(*argv)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 # The browser's tests (each file on one worker, with its own server and browser) use little of their

@@ -5,18 +5,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, cli
-
-
-def twin(*args):
-    """The command line run in this process (as a user's shell would, minus the interpreter's start-up)."""
-    code, out, err, _ = cli(*args)
-    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+from tests.conftest import BASE, ROOT, twin
 
 
 def real_process(*args):

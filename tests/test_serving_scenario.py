@@ -5,12 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import math
-from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from tests.conftest import cli
+from tests.conftest import twin
 from twin.api import capacity, gpus_for_rate, parse_scenario, simulate
 from twin.errors import ScenarioError
 from twin.units import JOULES_PER_KWH
@@ -172,10 +171,6 @@ def test_capacity_is_within_the_slo_and_sizes_a_target():
 
 
 # -- the command line ---------------------------------------------------------------------------
-
-def twin(*args):
-    code, out, err, _ = cli(*args)
-    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 def test_run_prints_a_serving_summary_and_json(tmp_path):

@@ -110,22 +110,25 @@ class IterationModel:
         """Layers of the busiest pipeline stage."""
         return max(stage_layers(self.model.layers, self.stages))
 
-    def _head(self, emits: int) -> float:
-        """The LM head for ``emits`` sequences that emit a token."""
-        key = ("head", emits)
+    def _memo(self, key: tuple, compute):
+        """``compute()``, once per ``key`` (costs that depend on one count of tokens or sequences)."""
         hit = self._cache.get(key)
         if hit is None:
-            m = self.model
-            hit = self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden) if emits else 0.0
-            self._cache[key] = hit
+            hit = self._cache[key] = compute()
         return hit
+
+    def _head(self, emits: int) -> float:
+        """The LM head for ``emits`` sequences that emit a token."""
+        if not emits:
+            return 0.0
+        m = self.model
+        return self._memo(("head", emits), lambda: self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden))
 
     def _gemms(self, tokens: int) -> tuple[float, float]:
         """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
-        key = ("gemm", tokens)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
+        return self._memo(("gemm", tokens), lambda: self._gemm_split(tokens))
+
+    def _gemm_split(self, tokens: int) -> tuple[float, float]:
         m, ops, t = self.model, self.ops, self.tensor.ranks
         h, f = m.hidden, m.ffn_hidden
         shapes = [(tokens, (h + 2 * m.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0)]
@@ -143,7 +146,6 @@ class IterationModel:
                 compute += s
             else:
                 memory += s
-        self._cache[key] = (compute, memory)
         return compute, memory
 
     def _attention(self, b: Batch, kv_spilled: float) -> tuple[float, float]:
@@ -184,12 +186,8 @@ class IterationModel:
         return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
 
     def _all_reduce(self, tokens: int) -> float:
-        key = ("ar", tokens)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self.comm.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES, self.tensor)
-            self._cache[key] = hit
-        return hit
+        return self._memo(("ar", tokens), lambda: self.comm.all_reduce_s(
+            tokens * self.model.hidden * UNQUANTISED_BYTES, self.tensor))
 
     @cached_property
     def _weight_spill_s(self) -> float:
