@@ -54,6 +54,41 @@ def test_flash1_runs_at_half_flash2(node):
         assert 0.25 <= fa1.attention_flops / 312e12 <= 0.40
 
 
+@pytest.mark.parametrize("node", ["dgx-h100", "dgx-a100-80gb"])
+def test_triton_attention_runs_its_forward_and_backward_at_their_own_speeds(node):
+    """FlashAttention-2 paper §4.1: FA2 is 1.3-1.5x faster than FlashAttention in Triton forward, about
+    2x backward; flash_attn_triton.py: its forward beats FlashAttention-1's, its backward does not."""
+    triton, fa2, fa1 = (attention_ops(node, k) for k in ("triton", "flash2", "flash1"))
+    assert 1 / 1.5 <= triton.attention_flops / fa2.attention_flops <= 1 / 1.3
+    assert triton.attention_backward_flops == pytest.approx(0.5 * fa2.attention_backward_flops)
+    assert triton.attention_flops > fa1.attention_flops
+    assert triton.attention_backward_flops <= fa1.attention_backward_flops
+    assert fa2.attention_backward_flops == fa2.attention_flops         # one rate for kernels measured as a whole
+
+
+@pytest.mark.parametrize("kernel,head_dim,padded", [
+    ("triton", 112, 128), ("triton", 128, 128), ("triton", 80, 128), ("triton", 8, 16),   # next power of two, >= 16
+    ("flash2", 112, 128), ("flash2", 80, 96), ("flash2", 96, 96), ("flash2", 200, 256),   # multiple of 32; 256 above 192
+    ("flash", 112, 112), ("flash1", 112, 112),
+])
+def test_attention_kernels_compute_over_their_padded_head_dimension(kernel, head_dim, padded):
+    assert attention_ops("dgx-a100-80gb", kernel).padded_head_dim(head_dim) == padded
+
+
+def test_a_padded_head_costs_attention_time_in_proportion():
+    """MPT-30B's 112-wide heads run in the Triton kernel's 128-wide blocks: the layer's forward costs
+    128/112 - 1 of its attention core more than with 128-wide heads of the same hidden size; the
+    GEMMs and everything else are unchanged. A kernel without padding sees no difference."""
+    def forward(heads, kernel):
+        return layer(built(model={"name": "m", "layers": 4, "hidden": 7168, "heads": heads, "vocab": 50368}, attention=kernel,
+                           seq_len=8192))[0]
+    wide = built(model={"name": "m", "layers": 4, "hidden": 7168, "heads": 56, "vocab": 50368}, attention="triton", seq_len=8192)
+    tokens = wide.plan.microbatch * wide.plan.seq_len
+    core = wide.ops.attention_s(tokens * wide.model.layer_attention_flops_per_token(8192) / 2)
+    assert forward(64, "triton") - forward(56, "triton") == pytest.approx((128 / 112 - 1) * core)
+    assert forward(64, "flash") == pytest.approx(forward(56, "flash"))
+
+
 @pytest.mark.parametrize("norm,activation,kernels,autocast,expected", [
     ("layernorm", "gelu", "fused", False, (20.0, 4.0)),       # Megatron: 2 norms 4h + 2 fused adds 6h
     ("rmsnorm", "swiglu", "fused", False, (20.0, 6.0)),

@@ -3,7 +3,7 @@
 The per-group MAPE bounds below are the accuracy the twin has reached, with a
 small margin: a change that loses accuracy fails here. The role bounds: throughput
 MAPE ≤ 5% on calibration cases (the project's target) and, on check cases, the
-runs no efficiency was fitted on, what the twin reaches (8.4%) with a margin; the
+runs no efficiency was fitted on, what the twin reaches (7.7%) with a margin; the
 project's check target, 7%, is not met yet (docs/validation.md says where the
 error sits).
 """
@@ -38,7 +38,7 @@ GROUP_MAPE_BOUNDS = {
     "llama3-405b": 0.09,
     "mt-nlg-2022": 0.29,
     "mpt-llm-foundry": 0.07,
-    "mpt-llm-foundry-long": 0.11,
+    "mpt-llm-foundry-long": 0.08,
     "nemo-h100-fp8": 0.08,
     "torchtitan-a100": 0.05,
     "power": 0.03,
@@ -46,7 +46,7 @@ GROUP_MAPE_BOUNDS = {
     "litgpt-lora": 0.17,
 }
 CALIBRATION_THROUGHPUT_TARGET = 0.05
-CHECK_THROUGHPUT_BOUND = 0.09
+CHECK_THROUGHPUT_BOUND = 0.08
 
 
 @pytest.fixture(scope="module")

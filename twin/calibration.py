@@ -3,8 +3,9 @@
 The named fractions (``Efficiency``) and two measured tables: the maximum
 achievable matmul throughput of each GPU as a fraction of its datasheet peak
 (``achievable_matmul_fraction``), and the speed of older fused-attention kernels
-(``flash2_peak_fraction``, ``flash1_speed_vs_flash2``). ``benchmarks/calibrate.py`` refits the
-fractions on the calibration cases of ``twin/validation/cases``.
+(``flash2_peak_fraction``, ``flash1_speed_vs_flash2``, ``triton_speed_vs_flash2``).
+``benchmarks/calibrate.py`` refits the fractions on the calibration cases of
+``twin/validation/cases``.
 """
 
 from __future__ import annotations
@@ -84,5 +85,11 @@ def flash2_peak_fraction(gpu: str) -> float | None:
 
 
 def flash1_speed_vs_flash2() -> float:
-    """Speed of FlashAttention-1 (and its Triton port) ÷ FlashAttention-2's on the same GPU."""
+    """Speed of FlashAttention-1 (CUDA) ÷ FlashAttention-2's on the same GPU."""
     return float(catalog.table("calibration")["flash1_speed_vs_flash2"]["value"])
+
+
+def triton_speed_vs_flash2() -> tuple[float, float]:
+    """(forward, backward) speed of FlashAttention in Triton ÷ FlashAttention-2's on the same GPU."""
+    row = catalog.table("calibration")["triton_speed_vs_flash2"]
+    return float(row["forward"]), float(row["backward"])

@@ -12,7 +12,10 @@ named, calibrated share of it that a training step's kernels sustain
 (``Efficiency.matmul`` for GEMMs, ``Efficiency.attention`` for the GPU's native
 fused attention). Older kernels run at published rates: FlashAttention-2 on
 Hopper at a fixed fraction of peak, FlashAttention-1 at half FlashAttention-2's
-speed (catalog calibration.yaml ``flash2_peak_fraction``, ``flash1_speed_vs_flash2``).
+speed, FlashAttention in Triton at its own forward and backward speeds (catalog
+calibration.yaml ``flash2_peak_fraction``, ``flash1_speed_vs_flash2``,
+``triton_speed_vs_flash2``). A fused attention kernel computes over its head
+dimension rounded up to the tile it was built for (``padded_head_dim``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from twin.calibration import Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction
+from twin.calibration import (Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction,
+                              triton_speed_vs_flash2)
 from twin.hardware.specs import GPUSpec
 from twin.workload.finetune import GEMM_OPERAND_BYTES
 
@@ -45,7 +49,7 @@ class OperatorModel:
     precision: str
     efficiency: Efficiency
     power_cap_factor: float = 1.0     # < 1 when a GPU power cap lowers sustained clocks
-    attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | standard
+    attention_kernel: str = "flash"   # flash (the GPU's native fused kernel) | flash2 | flash1 | triton | standard
     fp8_recipe: str = "hybrid"        # delayed | current | hybrid (fp8 precision only)
     weight_bytes: float | None = None  # bytes per element of the (k×n) weight operand when it differs from
                                        # the GEMM precision (weight-only quantisation: 4-bit weights, fp16 GEMM)
@@ -59,16 +63,46 @@ class OperatorModel:
 
     @cached_property
     def attention_flops(self) -> float:
-        """Sustained FLOP/s of fused attention (attention math stays in 16 bits under fp8 and int8)."""
+        """Sustained FLOP/s of fused attention, forward (attention math stays in 16 bits under fp8 and int8)."""
+        return self._flash2_based_flops * self._legacy_speed[0]
+
+    @cached_property
+    def attention_backward_flops(self) -> float:
+        """Sustained FLOP/s of fused attention, backward."""
+        return self._flash2_based_flops * self._legacy_speed[1]
+
+    @cached_property
+    def _flash2_based_flops(self) -> float:
+        """The native kernel's rate, or FlashAttention-2's where an older kernel is measured against it."""
         precision = "bf16" if self.precision in ("fp8", "int8") else self.precision
         rate = self.achievable_flops(precision) * self.efficiency.attention
-        if self.attention_kernel in ("flash2", "flash1"):
+        if self.attention_kernel in ("flash2", "flash1", "triton"):
             legacy = flash2_peak_fraction(self.gpu.name)
             if legacy is not None:
                 rate = min(rate, self.gpu.peak(precision) * legacy)
-            if self.attention_kernel == "flash1":
-                rate *= flash1_speed_vs_flash2()
         return rate * self.power_cap_factor
+
+    @cached_property
+    def _legacy_speed(self) -> tuple[float, float]:
+        """(forward, backward) speed of the kernel ÷ FlashAttention-2's."""
+        if self.attention_kernel == "flash1":
+            return flash1_speed_vs_flash2(), flash1_speed_vs_flash2()
+        if self.attention_kernel == "triton":
+            return triton_speed_vs_flash2()
+        return 1.0, 1.0
+
+    def padded_head_dim(self, head_dim: int) -> int:
+        """The head dimension the attention kernel computes over.
+
+        FlashAttention in Triton loads the head in a block of the next power of two, at least 16
+        (flash_attn_triton.py: BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16)); FlashAttention-2
+        rounds it up to a multiple of 32 up to 192, else 256 (flash_api.cpp: head_size_rounded).
+        Other kernels are taken to compute the head as it is."""
+        if self.attention_kernel == "triton":
+            return max(16, 1 << (head_dim - 1).bit_length())
+        if self.attention_kernel == "flash2":
+            return -(-head_dim // 32) * 32 if head_dim <= 192 else 256
+        return head_dim
 
     def achievable_flops(self, precision: str) -> float:
         """The GPU's measured maximum achievable matmul FLOP/s at ``precision``."""
@@ -95,5 +129,9 @@ class OperatorModel:
         return bytes_moved / self.memory_Bps
 
     def attention_s(self, flops: float) -> float:
-        """Fused attention doing ``flops`` of useful work."""
+        """Fused attention doing ``flops`` of useful work, forward."""
         return flops / self.attention_flops
+
+    def attention_backward_s(self, flops: float) -> float:
+        """The backward of fused attention doing ``flops`` of useful work."""
+        return flops / self.attention_backward_flops

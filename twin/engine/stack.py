@@ -22,7 +22,7 @@ from typing import Literal
 
 from twin import catalog
 
-AttentionKernel = Literal["flash", "flash2", "flash1", "standard"]
+AttentionKernel = Literal["flash", "flash2", "flash1", "triton", "standard"]
 KernelStyle = Literal["fused", "eager"]
 # Element type of the data-parallel gradient reduction: always fp32; the training
 # precision's 16 bits ("param"); or fp32 when the 16-bit type is bf16 (Megatron-LM).

@@ -172,9 +172,12 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     # Attention core: Q·Kᵀ and ·V over (a / t) heads.
     heads_local = a / t
     if attention != "standard":
-        # FlashAttention skips the masked half of a causal s×s matrix.
-        core_fwd = ops.attention_s(tokens * model.layer_attention_flops_per_token(s) / t / 2)
-        core_bwd = FLASH_BACKWARD_FACTOR * core_fwd
+        # FlashAttention skips the masked half of a causal s×s matrix and computes over
+        # its padded head dimension.
+        padding = ops.padded_head_dim(model.head_dim) / model.head_dim
+        core_flops = tokens * model.layer_attention_flops_per_token(s) / t / 2 * padding
+        core_fwd = ops.attention_s(core_flops)
+        core_bwd = ops.attention_backward_s(FLASH_BACKWARD_FACTOR * core_flops)
     else:
         core_fwd = (ops.matmul_s(s, s, model.head_dim, count=b * heads_local)
                     + ops.matmul_s(s, model.head_dim, s, count=b * heads_local)
