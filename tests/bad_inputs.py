@@ -83,6 +83,7 @@ def inline_model_cases() -> list[tuple[str, bytes, str]]:
         ({"hidden": "wide"}, "hidden"), ({"vocab": math.inf}, "vocab"), ({"activation": "relu"}, "activation"),
         ({"layers": 2.5}, "layers"), ({"heads": None}, "heads"), ({"colour": "blue"}, "colour"),
         ({"hidden": 10**12}, "hidden"), ({"name": "x" * 500}, "name"), ({"tied_embeddings": "yes"}, "tied_embeddings"),
+        ({"position": "sinusoidal"}, "position"),
     ]
     cases = [(f"inline {change}", dump(with_value(where, INLINE_MODEL | change)), f"{where}.{key}")
              for change, key in bad]

@@ -102,14 +102,39 @@ def test_elementwise_bytes_by_hand(norm, activation, kernels, autocast, expected
 
 
 def test_eager_kernels_add_the_counted_bytes():
-    """Llama 2 7B (RMSNorm, SwiGLU), TP1: eager moves (84 - 20)·h + (10 - 6)·f more bytes per token forward."""
+    """Llama 2 7B (RMSNorm, SwiGLU, RoPE), TP1: eager moves (84 - 20)·h + (10 - 6)·f more bytes per token
+    forward, twice that backward, and its rotary embedding (20 - 4)·(h + kv) more each way."""
     b = built()
     fused_fwd, fused_bwd, _, _ = layer(b, kernels="fused")
     eager_fwd, eager_bwd, _, _ = layer(b, kernels="eager")
-    h, f, tokens = b.model.hidden, b.model.ffn_hidden, b.plan.microbatch * b.plan.seq_len
+    h, f, kv, tokens = b.model.hidden, b.model.ffn_hidden, b.model.kv_dim, b.plan.microbatch * b.plan.seq_len
     extra = b.ops.memory_s(tokens * (64 * h + 4 * f))          # 16-bit: act / 2 = 1
-    assert eager_fwd - fused_fwd == pytest.approx(extra, rel=1e-9)
-    assert eager_bwd - fused_bwd == pytest.approx(2 * extra, rel=1e-9)
+    rope = b.ops.memory_s(tokens * 16 * (h + kv))
+    assert eager_fwd - fused_fwd == pytest.approx(extra + rope, rel=1e-9)
+    assert eager_bwd - fused_bwd == pytest.approx(2 * extra + rope, rel=1e-9)
+
+
+@pytest.mark.parametrize("kernels,bytes_per_element", [("fused", 4.0), ("eager", 20.0)])
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_rotary_embeddings_rotate_q_and_k_forward_and_backward(kernels, bytes_per_element, recompute):
+    """Llama 2 70B (GQA: k is 1/8 of q) on TP 4: the rotation reads and writes q and k once forward and
+    once backward (fused 4 B per element; Meta's eager complex form 20 B); a full recomputation runs
+    it again, selective recomputation does not (it re-runs attention's core only)."""
+    parallelism = {"tensor": 4, "pipeline": 1, "recompute": recompute}
+    rope = built(model="llama2-70b", parallelism=parallelism)
+    learned = built(model=dict(name="learned-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672,
+                               vocab=32000, position="learned"), parallelism=parallelism)
+    (rf, rb, _, _), (lf, lb, _, _) = layer(rope, kernels=kernels), layer(learned, kernels=kernels)
+    tokens = rope.plan.microbatch * rope.plan.seq_len
+    rotation = rope.ops.memory_s(tokens * bytes_per_element * (8192 + 1024) / 4)
+    assert rf - lf == pytest.approx(rotation, rel=1e-9)
+    assert rb - lb == pytest.approx(rotation * (2 if recompute == "full" else 1), rel=1e-9)
+
+
+def test_catalog_models_name_how_positions_enter():
+    from twin.workload.model import model_spec
+    assert {model_spec(n).position for n in ("llama-65b", "llama2-7b", "llama3-405b", "mistral-7b")} == {"rope"}
+    assert model_spec("gpt3-175b").position == "learned" and model_spec("bloom-176b").position == "alibi"
 
 
 def test_autocast_casts_every_weight_forward_and_its_gradient_backward():

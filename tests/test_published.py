@@ -33,7 +33,7 @@ def narayanan_scenario(heads, hidden, layers, tp, pp, gpus, batch) -> dict:
         "cluster": {"node": "dgx-a100-80gb", "nodes": gpus // 8},
         "training": {
             "model": {"layers": layers, "hidden": hidden, "heads": heads, "vocab": 51200, "activation": "gelu",
-                      "norm": "layernorm", "ffn_hidden": 4 * hidden, "tied_embeddings": True},
+                      "norm": "layernorm", "position": "learned", "ffn_hidden": 4 * hidden, "tied_embeddings": True},
             "tokens": "300B", "seq_len": 2048, "global_batch": batch, "precision": "fp16", "attention": "standard",
             "parallelism": {"tensor": tp, "pipeline": pp, "data": dp, "microbatch": 1, "virtual_stages": v,
                             "recompute": "full", "zero": 0, "sequence_parallel": False,

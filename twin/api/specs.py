@@ -57,7 +57,7 @@ def model_of(model: str | InlineModel) -> ModelSpec:
         kv_heads=model.kv_heads or model.heads, ffn_hidden=model.ffn_hidden or 4 * model.hidden,
         vocab=model.vocab, activation=model.activation, norm=model.norm,
         tied_embeddings=model.tied_embeddings, experts=model.experts, top_k=model.top_k,
-        source="inline in the scenario",
+        position=model.position, source="inline in the scenario",
     )
 
 

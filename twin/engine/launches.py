@@ -24,6 +24,9 @@ style (communication kernels are priced by the collectives):
   (matmul, scale, mask, softmax, dropout, matmul, 2 copies). Under
   torch.autocast every GEMM adds the casts of its weight and its input.
 
+Rotary position embeddings add the rotation of q and of k: 1 kernel each fused, 3 each
+eager (upcast, complex product, downcast).
+
 The backward launches about two kernels per forward kernel (an input gradient
 and, for GEMMs and norms, a weight gradient): twice the forward count.
 """
@@ -45,6 +48,7 @@ EAGER_NORM = {"layernorm": 1, "rmsnorm": 8}
 FUSED_ATTENTION_CORE = {"fused": 1, "unfused": 5}       # fused kernel | Megatron's ParallelAttention
 EAGER_ATTENTION_CORE = {"fused": 5, "unfused": 8}       # fused kernel + 4 layout copies | eager softmax path
 EAGER_ACTIVATION = {"gelu": 1, "swiglu": 2}
+ROPE_KERNELS = {"fused": 2, "eager": 6}                 # q and k
 
 
 def forward_kernels_per_layer(model: ModelSpec, stack: StackProfile, attention: str, precision: str,
@@ -52,16 +56,17 @@ def forward_kernels_per_layer(model: ModelSpec, stack: StackProfile, attention: 
     """Kernels one layer launches in its forward (see the module docstring for the counts)."""
     core = "unfused" if attention == "standard" else "fused"
     experts = local_experts if model.is_moe else 1.0
+    rope = ROPE_KERNELS[stack.kernels] if model.position == "rope" else 0
     if stack.kernels == "fused":
         gemms = 2 + 2 * experts + (1 if model.is_moe else 0)            # + the router
-        count = 2 * FUSED_NORM + gemms + experts + 2 + FUSED_ATTENTION_CORE[core]
+        count = 2 * FUSED_NORM + gemms + experts + 2 + FUSED_ATTENTION_CORE[core] + rope
         if precision == "fp8":
             count += gemms
         return float(count)
     ffn_gemms = model.ffn_matrices * experts
     gemms = 3 + 1 + ffn_gemms + (1 if model.is_moe else 0)               # QKV (as 3), output, FFN, router
     count = (2 * EAGER_NORM[model.norm] + gemms + EAGER_ACTIVATION[model.activation] * experts + 2
-             + EAGER_ATTENTION_CORE[core])
+             + EAGER_ATTENTION_CORE[core] + rope)
     if stack.autocast:
         count += 2 * gemms
     return float(count)

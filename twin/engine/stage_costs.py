@@ -63,6 +63,13 @@ ACTIVATION_BYTES_PER_FFN = {"fused": {"gelu": 4.0, "swiglu": 6.0}, "eager": {"ge
 # --cross-entropy-loss-fusion, megatron/core/fusions/fused_cross_entropy.py): cast and max
 # r2 w4, subtract-exp-sum r4 w4, divide r4 w4 = 22; backward fused to 16 bits r4 w2 = 6.
 LOSS_BYTES_PER_LOGIT = {"unfused": (38.0, 14.0), "fused": (22.0, 6.0)}
+# Rotary position embeddings (Su et al. 2021) rotate q and k in every layer, in the forward and
+# again (on the gradients) in the backward, bytes per element of q and k, 16-bit activations.
+# Fused (Megatron-Core --apply-rope-fusion, Transformer Engine's fused RoPE; 2024 defaults): read
+# 2, write 2 = 4; the cos and sin tables are per position, shared by every head. Eager, as Meta's
+# reference code and torchtitan write it (apply_rotary_emb): upcast to fp32 (r2 w4), the complex
+# product (r4 w4), back to 16 bits (r4 w2) = 20.
+ROPE_BYTES_PER_ELEMENT = {"fused": 4.0, "eager": 20.0}
 # torch.autocast keeps weights in fp32 and casts each GEMM's weight to 16 bits where it is
 # used: the forward (and its recomputation) reads 4 B and writes 2 B per weight, and the
 # backward casts the 16-bit weight gradient back to fp32 (read 2 B, write 4 B).
@@ -189,11 +196,14 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     elementwise = per_hidden * h / (t if plan.sequence_parallel else 1)
     act_fn = per_ffn * f / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
+    rope = 0.0
+    if model.position == "rope":
+        rope = ops.memory_s(tokens * ROPE_BYTES_PER_ELEMENT[kernels] * (h + kvd) / t * act / 2.0)
 
     weight_grads = 0.0 if ft.frozen else gemm                 # dW GEMMs: none for frozen weights
     base_fwd, base_bwd = _frozen_base_s(model, plan, ops, ft)
-    fwd = gemm + core_fwd + memory_fwd + base_fwd
-    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + base_bwd
+    fwd = gemm + core_fwd + memory_fwd + rope + base_fwd
+    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + rope + base_bwd
     if stack.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
             model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))

@@ -27,6 +27,7 @@ class InlineModel(Strict):
     activation: Literal["gelu", "swiglu"] = "swiglu"
     norm: Literal["layernorm", "rmsnorm"] = "rmsnorm"
     tied_embeddings: Flag = False
+    position: Literal["learned", "rope", "alibi"] = "rope"
     experts: Experts = 1
     top_k: Experts = 1                     # at most experts
     name: ModelName = "custom"

@@ -29,6 +29,7 @@ class ModelSpec:
     experts: int = 1
     top_k: int = 1
     source: str = ""
+    position: str = "learned"  # learned | rope | alibi: how positions enter (rope rotates q and k in every layer)
 
     @property
     def head_dim(self) -> int:
