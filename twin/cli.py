@@ -151,13 +151,14 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
                          f"{yes[s.overlap_grad_reduce]}/{yes[s.overlap_param_gather]}", yes[s.tp_comm_overlap],
                          s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
         return header, rows
-    header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "experts"]
+    header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "position",
+              "experts"]
     rows = []
     for name in catalog.names("models"):
         m = model_spec(name)
         experts = f"{m.experts} (top {m.top_k})" if m.is_moe else "-"
         rows.append([name, f"{m.params / 1e9:.1f}B", str(m.layers), str(m.hidden), str(m.heads), str(m.kv_heads),
-                     str(m.ffn_hidden), str(m.vocab), m.activation, experts])
+                     str(m.ffn_hidden), str(m.vocab), m.activation, m.position, experts])
     return header, rows
 
 
