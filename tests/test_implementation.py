@@ -66,27 +66,34 @@ def test_triton_attention_runs_its_forward_and_backward_at_their_own_speeds(node
     assert fa2.attention_backward_flops == fa2.attention_flops         # one rate for kernels measured as a whole
 
 
-@pytest.mark.parametrize("kernel,head_dim,padded", [
-    ("triton", 112, 128), ("triton", 128, 128), ("triton", 80, 128), ("triton", 8, 16),   # next power of two, >= 16
-    ("flash2", 112, 128), ("flash2", 80, 96), ("flash2", 96, 96), ("flash2", 200, 256),   # multiple of 32; 256 above 192
-    ("flash", 112, 112), ("flash1", 112, 112),
+@pytest.mark.parametrize("node,kernel,head_dim,padded", [
+    ("dgx-a100-80gb", "triton", 112, 128), ("dgx-a100-80gb", "triton", 128, 128),      # next power of two, >= 16
+    ("dgx-a100-80gb", "triton", 80, 128), ("dgx-a100-80gb", "triton", 8, 16),
+    ("dgx-a100-80gb", "flash2", 112, 128), ("dgx-a100-80gb", "flash2", 80, 96),        # multiple of 32; 256 above 192
+    ("dgx-a100-80gb", "flash2", 96, 96), ("dgx-a100-80gb", "flash2", 200, 256),
+    ("dgx-a100-80gb", "flash", 112, 128),                                              # native FlashAttention-2 on A100
+    ("dgx-h100", "flash", 112, 112), ("dgx-h100", "flash2", 112, 128), ("dgx-a100-80gb", "flash1", 112, 112),
 ])
-def test_attention_kernels_compute_over_their_padded_head_dimension(kernel, head_dim, padded):
-    assert attention_ops("dgx-a100-80gb", kernel).padded_head_dim(head_dim) == padded
+def test_attention_kernels_compute_over_their_padded_head_dimension(node, kernel, head_dim, padded):
+    assert attention_ops(node, kernel).padded_head_dim(head_dim) == padded
 
 
 def test_a_padded_head_costs_attention_time_in_proportion():
     """MPT-30B's 112-wide heads run in the Triton kernel's 128-wide blocks: the layer's forward costs
     128/112 - 1 of its attention core more than with 128-wide heads of the same hidden size; the
     GEMMs and everything else are unchanged. A kernel without padding sees no difference."""
+    def with_heads(heads, kernel):
+        return built(model={"name": "m", "layers": 4, "hidden": 7168, "heads": heads, "vocab": 50368},
+                     attention=kernel, seq_len=8192)
+
     def forward(heads, kernel):
-        return layer(built(model={"name": "m", "layers": 4, "hidden": 7168, "heads": heads, "vocab": 50368}, attention=kernel,
-                           seq_len=8192))[0]
-    wide = built(model={"name": "m", "layers": 4, "hidden": 7168, "heads": 56, "vocab": 50368}, attention="triton", seq_len=8192)
+        return layer(with_heads(heads, kernel))[0]
+
+    wide = with_heads(56, "triton")
     tokens = wide.plan.microbatch * wide.plan.seq_len
     core = wide.ops.attention_s(tokens * wide.model.layer_attention_flops_per_token(8192) / 2)
     assert forward(64, "triton") - forward(56, "triton") == pytest.approx((128 / 112 - 1) * core)
-    assert forward(64, "flash") == pytest.approx(forward(56, "flash"))
+    assert forward(64, "flash") == pytest.approx(forward(56, "flash"))     # BASE is on H100: no padding
 
 
 @pytest.mark.parametrize("norm,activation,kernels,autocast,expected", [

@@ -95,12 +95,14 @@ class OperatorModel:
         """The head dimension the attention kernel computes over.
 
         FlashAttention in Triton loads the head in a block of the next power of two, at least 16
-        (flash_attn_triton.py: BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16)); FlashAttention-2
-        rounds it up to a multiple of 32 up to 192, else 256 (flash_api.cpp: head_size_rounded).
-        Other kernels are taken to compute the head as it is."""
+        (flash_attn_triton.py: BLOCK_HEADDIM = max(triton.next_power_of_2(d), 16)); FlashAttention-2,
+        named or the native kernel where it is (no ``flash2_peak_fraction``: Ampere, Ada), rounds it
+        up to a multiple of 32 up to 192, else 256 (flash_api.cpp: head_size_rounded). Other kernels
+        are taken to compute the head as it is."""
         if self.attention_kernel == "triton":
             return max(16, 1 << (head_dim - 1).bit_length())
-        if self.attention_kernel == "flash2":
+        native_flash2 = self.attention_kernel == "flash" and flash2_peak_fraction(self.gpu.name) is None
+        if self.attention_kernel == "flash2" or native_flash2:
             return -(-head_dim // 32) * 32 if head_dim <= 192 else 256
         return head_dim
 
