@@ -46,8 +46,8 @@ def priced_rows(gpu: str) -> list[dict]:
     sys.path.insert(0, str(ROOT))
     from twin.api import build, parse_scenario
     from twin.calibration import Efficiency
-    from twin.engine.operators import OperatorModel
-    from twin.engine.stage_costs import FLASH_BACKWARD_FACTOR as twin_factor
+    from twin.operators.roofline import OperatorModel
+    from twin.operators.elementwise import FLASH_BACKWARD_FACTOR as twin_factor
     from twin.hardware.specs import gpu_spec
     from twin.validation import load_cases
     from twin.validation.runner import _scenario

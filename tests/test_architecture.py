@@ -20,6 +20,7 @@ LAYERS = {
     "twin.catalog": 10, "twin.calibration": 10,
     "twin.hardware": 20,
     "twin.workload": 30,
+    "twin.operators": 35,
     "twin.network": 40,
     "twin.engine": 50, "twin.serving": 50,
     "twin.power": 60,

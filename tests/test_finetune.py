@@ -7,7 +7,7 @@ import pytest
 from tests.test_workload import _plan as workload_plan
 from twin.api import build, parse_scenario, run_dict
 from twin.calibration import Efficiency
-from twin.engine.operators import OperatorModel
+from twin.operators.roofline import OperatorModel
 from twin.engine.stage_costs import step_costs
 from twin.engine.step import step_time
 from twin.errors import ScenarioError

@@ -12,7 +12,8 @@ from twin.api import build, run_dict
 from twin.calibration import Efficiency
 from twin.engine.iteration import simulate_iteration
 from twin.engine.sharding import ChunkWork, sharded_extra_s
-from twin.engine.stage_costs import ChunkCost, StepCosts, _layer_costs, elementwise_bytes
+from twin.engine.stage_costs import ChunkCost, StepCosts, _layer_costs
+from twin.operators.elementwise import elementwise_bytes
 from twin.engine.step import step_time
 from twin.errors import ScenarioError
 from twin.scenario import parse_scenario

@@ -11,11 +11,12 @@ import yaml
 from tests.conftest import BASE
 from twin import catalog
 from twin.api import build, parse_scenario, run_dict
-from twin.engine.launches import KERNEL_LAUNCH_S, forward_kernels_per_layer
+from twin.operators.launches import KERNEL_LAUNCH_S, forward_kernels_per_layer
 from twin.engine.optimizer_step import OPTIMIZER_BYTES_PER_PARAM, step_work_s
 from twin.engine.sharding import ChunkWork, PassUnit, layer_tensors, pass_s, prefetch_window, sharded_extra_s
 from twin.engine.stack import META_KEYS, StackProfile, behaviour_fields, stack_names, stack_profile
-from twin.engine.stage_costs import LOSS_BYTES_PER_LOGIT, _layer_costs, step_costs
+from twin.engine.stage_costs import _layer_costs, step_costs
+from twin.operators.elementwise import LOSS_BYTES_PER_LOGIT
 from twin.engine.step import PART_LABELS, step_time
 from twin.errors import ScenarioError
 from twin.network.algorithms import PROTOCOLS
@@ -259,12 +260,12 @@ def test_deepspeed_regathers_under_full_recomputation():
 ])
 def test_kernels_per_layer_by_hand(stack, model, attention, precision, expected):
     b = built(stack, model=model, precision=precision)
-    assert forward_kernels_per_layer(b.model, b.stack, attention, precision) == expected
+    assert forward_kernels_per_layer(b.model, b.stack.kernels, b.stack.autocast, attention, precision) == expected
 
 
 def test_kernel_launches_are_reported_as_overheads():
     b = built("torchtitan", parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "none"})
-    per_layer = forward_kernels_per_layer(b.model, b.stack, b.stack.attention, "bf16") * KERNEL_LAUNCH_S
+    per_layer = forward_kernels_per_layer(b.model, b.stack.kernels, b.stack.autocast, b.stack.attention, "bf16") * KERNEL_LAUNCH_S
     chunk = b.costs.chunks[0]
     assert chunk.forward_launch_s == pytest.approx(b.model.layers * per_layer)
     assert chunk.backward_launch_s == pytest.approx(2 * b.model.layers * per_layer)

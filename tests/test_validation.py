@@ -208,7 +208,7 @@ def test_cli_validate_writes_markdown(tmp_path, capsys):
 
 def test_large_gemm_runs_at_the_measured_ceiling_times_the_calibrated_efficiency():
     """A large BF16 GEMM: H100/A100 time ratio = ratio of measured achievable matmul rates (794.5/271.2)."""
-    from twin.engine.operators import OperatorModel
+    from twin.operators.roofline import OperatorModel
     from twin.hardware.specs import gpu_spec
 
     eff = Efficiency.calibrated()

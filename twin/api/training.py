@@ -18,7 +18,7 @@ from twin.api.specs import (
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
-from twin.engine.operators import OperatorModel
+from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time

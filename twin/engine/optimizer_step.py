@@ -19,7 +19,7 @@ All but the optimizer are the step's ``overheads``; the optimizer is its own par
 
 from __future__ import annotations
 
-from twin.engine.operators import OperatorModel
+from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.network.collectives import CommModel
 from twin.workload.placement import Placement

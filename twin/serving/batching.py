@@ -13,7 +13,7 @@ replica (tensor parallelism ``t``) a layer costs:
   prefill chunks do ``4 · heads/t · head_dim`` FLOPs per query-key pair of causal
   attention (FlashAttention) and read the KV of their earlier chunks.
 - memory-bound kernels (norms, residual adds, activation function) per token
-  (``stage_costs.elementwise_bytes``, fused kernels);
+  (``operators.elementwise.elementwise_bytes``, fused kernels);
 - two tensor-parallel all-reduces of ``m · h`` 16-bit activations
   (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it).
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from twin.calibration import ServingEfficiency
-from twin.engine.operators import OperatorModel
-from twin.engine.stage_costs import elementwise_bytes
 from twin.network.collectives import CommModel
+from twin.operators.elementwise import elementwise_bytes
+from twin.operators.roofline import OperatorModel
 from twin.serving.kv_cache import UNQUANTISED_BYTES, MemoryPlan
 from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES
 from twin.workload.model import ModelSpec

@@ -33,7 +33,6 @@ and, for GEMMs and norms, a weight gradient): twice the forward count.
 
 from __future__ import annotations
 
-from twin.engine.stack import StackProfile
 from twin.workload.model import ModelSpec
 
 # Back-to-back asynchronous launches of an empty kernel, A100 (CSCS ReFrame benchmark
@@ -51,13 +50,14 @@ EAGER_ACTIVATION = {"gelu": 1, "swiglu": 2}
 ROPE_KERNELS = {"fused": 2, "eager": 6}                 # q and k
 
 
-def forward_kernels_per_layer(model: ModelSpec, stack: StackProfile, attention: str, precision: str,
+def forward_kernels_per_layer(model: ModelSpec, kernels: str, autocast: bool, attention: str, precision: str,
                               local_experts: float = 1.0) -> float:
-    """Kernels one layer launches in its forward (see the module docstring for the counts)."""
+    """Kernels one layer launches in its forward, in the stack's ``kernels`` style (fused | eager), with
+    weights cast under ``autocast`` (see the module docstring for the counts)."""
     core = "unfused" if attention == "standard" else "fused"
     experts = local_experts if model.is_moe else 1.0
-    rope = ROPE_KERNELS[stack.kernels] if model.position == "rope" else 0
-    if stack.kernels == "fused":
+    rope = ROPE_KERNELS[kernels] if model.position == "rope" else 0
+    if kernels == "fused":
         gemms = 2 + 2 * experts + (1 if model.is_moe else 0)            # + the router
         count = 2 * FUSED_NORM + gemms + experts + 2 + FUSED_ATTENTION_CORE[core] + rope
         if precision == "fp8":
@@ -67,13 +67,13 @@ def forward_kernels_per_layer(model: ModelSpec, stack: StackProfile, attention: 
     gemms = 3 + 1 + ffn_gemms + (1 if model.is_moe else 0)               # QKV (as 3), output, FFN, router
     count = (2 * EAGER_NORM[model.norm] + gemms + EAGER_ACTIVATION[model.activation] * experts + 2
              + EAGER_ATTENTION_CORE[core] + rope)
-    if stack.autocast:
+    if autocast:
         count += 2 * gemms
     return float(count)
 
 
-def layer_launch_s(model: ModelSpec, stack: StackProfile, attention: str, precision: str,
+def layer_launch_s(model: ModelSpec, kernels: str, autocast: bool, attention: str, precision: str,
                    local_experts: float = 1.0) -> tuple[float, float]:
     """(forward, backward) launch time of one layer for one micro-batch, recomputation not included."""
-    forward = forward_kernels_per_layer(model, stack, attention, precision, local_experts) * KERNEL_LAUNCH_S
+    forward = forward_kernels_per_layer(model, kernels, autocast, attention, precision, local_experts) * KERNEL_LAUNCH_S
     return forward, BACKWARD_KERNELS_PER_FORWARD * forward
