@@ -143,161 +143,185 @@ def _simulate_cached(costs: StepCosts, plan_key: tuple) -> IterationResult:
 
 def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool,
               overlap_gather: bool) -> IterationResult:
-    chunks, p2p_s, optimizer_s, overheads_s = costs.chunks, costs.p2p_s, costs.optimizer_s, costs.overheads_s
-    dp_reduce_s, dp_gather_s = costs.dp_reduce_s, costs.dp_gather_s
-    env = simpy.Environment()
-    n_chunks = p * v
-    spans: list[Span] = []
-    # delivered[(direction, global chunk, micro-batch)]: the input of that pass has arrived
-    delivered: dict[tuple[str, int, int], simpy.Event] = {}
+    return _Pipeline(costs, schedule, p, v, m, overlap, overlap_gather).run()
 
-    def arrival(direction: str, g: int, j: int) -> simpy.Event:
+
+class _Pipeline:
+    """One step on SimPy: a process per stage walking its schedule, and the gradient buckets that reduce on
+    each stage's communication stream. Per-stage tallies (lists indexed by stage) make the breakdown."""
+
+    def __init__(self, costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool,
+                 overlap_gather: bool):
+        self.costs, self.schedule, self.p, self.v, self.m = costs, schedule, p, v, m
+        self.overlap, self.overlap_gather = overlap, overlap_gather
+        self.env = simpy.Environment()
+        self.spans: list[Span] = []
+        # delivered[(direction, global chunk, micro-batch)]: the input of that pass has arrived
+        self.delivered: dict[tuple[str, int, int], simpy.Event] = {}
+        self.stage_layers = [sum(c.layers for c in costs.stage_chunks(s, p)) for s in range(p)]
+        self.max_stage_layers = max(self.stage_layers) or 1
+        self.compute_end = [0.0] * p
+        self.busy = [0.0] * p
+        self.comm_inside = [0.0] * p
+        self.launches = [0.0] * p
+        self.sends_s = [0.0] * p
+        self.zero_extra = [0.0] * p   # data-parallel traffic not hidden under a pass, and compute slowed beside it
+        self.gather_wait = [0.0] * p
+        self.in_flight_peak = [0] * p
+        self.streams = [simpy.Resource(self.env, capacity=1) for _ in range(p)]
+
+    def arrival(self, direction: str, g: int, j: int) -> simpy.Event:
         key = (direction, g, j)
-        if key not in delivered:
-            delivered[key] = env.event()
-        return delivered[key]
+        if key not in self.delivered:
+            self.delivered[key] = self.env.event()
+        return self.delivered[key]
 
-    stage_layers = [sum(c.layers for c in costs.stage_chunks(s, p)) for s in range(p)]
-    max_stage_layers = max(stage_layers) or 1
-    compute_end = [0.0] * p
-    busy = [0.0] * p
-    comm_inside = [0.0] * p
-    launches = [0.0] * p
-    sends_s = [0.0] * p
-    zero_extra = [0.0] * p   # data-parallel traffic not hidden under a pass, and compute slowed beside it
-    gather_wait = [0.0] * p
-    in_flight_peak = [0] * p
-
-    def gather_end_s(stage: int) -> float:
+    def gather_end_s(self, stage: int) -> float:
         """When the (overlapped) parameter all-gather of this stage's chunks completes."""
-        return dp_gather_s * stage_layers[stage] / max_stage_layers
+        return self.costs.dp_gather_s * self.stage_layers[stage] / self.max_stage_layers
 
-    streams = [simpy.Resource(env, capacity=1) for _ in range(p)]
-
-    def bucket(stage: int, ready_s: float, duration_s: float, chunk: int):
+    def bucket(self, stage: int, ready_s: float, duration_s: float, chunk: int):
         """Reduce one gradient bucket on the stage's communication stream once it is ready."""
+        env = self.env
         if ready_s > env.now:
             yield env.timeout(ready_s - env.now)
-        with streams[stage].request() as turn:
+        with self.streams[stage].request() as turn:
             yield turn
             start = env.now
             yield env.timeout(duration_s)
-            spans.append(Span(stage, -1, chunk, "dp_comm", start, env.now))
+            self.spans.append(Span(stage, -1, chunk, "dp_comm", start, env.now))
 
-    def rank(stage: int):
-        order = schedule_order(schedule, p, v, m, stage)
-        last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(v)}
+    def _forward_s(self, stage: int, k: int, cost, start: float, first_forward_done: set[int]) -> float:
+        """A forward pass's duration, with the overlapped parameter gather's effects on it."""
+        duration = cost.forward_s + cost.forward_dp_s
+        self.zero_extra[stage] += cost.forward_dp_s
+        self.comm_inside[stage] += cost.forward_comm_s
+        self.launches[stage] += cost.forward_launch_s
+        gathering = self.overlap_gather and self.costs.dp_gather_s > 0
+        if gathering and start < self.gather_end_s(stage):
+            # Compute is slowed while the gather (from the step's start) still runs beside it.
+            beside = min(duration, self.gather_end_s(stage) - start)
+            slowdown = self.costs.overlap_slowdown * beside
+            self.gather_wait[stage] += slowdown
+            duration += slowdown
+        if gathering and k not in first_forward_done:
+            # The first forward of a chunk consumes its layers as the gather delivers them.
+            per_layer = duration / max(1, cost.layers)
+            gathered = self.gather_end_s(stage) * (k + 1) / self.v
+            stretched = max(duration, gathered + per_layer - start)
+            self.gather_wait[stage] += stretched - duration
+            duration = stretched
+        first_forward_done.add(k)
+        return duration
+
+    def _backward_s(self, stage: int, cost) -> float:
+        self.zero_extra[stage] += cost.backward_dp_s
+        self.comm_inside[stage] += cost.backward_comm_s
+        self.launches[stage] += cost.backward_launch_s
+        return cost.backward_s + cost.backward_dp_s
+
+    def _gradients_final(self, stage: int, g: int, cost, start: float, duration: float,
+                         deferred: list[tuple[float, int]]) -> float:
+        """The last backward of chunk ``g``: its gradients reduce in one bucket per layer, ready as the backward
+        passes its layers (last layer first). Returns the pass's duration, slowed by overlapped reduction."""
+        stage_dp_s = self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers
+        share = stage_dp_s * cost.layers / max(1, self.stage_layers[stage])
+        n = max(1, cost.layers)
+        if not self.overlap:
+            deferred.append((share, g))
+            return duration
+        # compute slowed while the buckets reduce beside it; reduction that outlasts the backward is
+        # exposed at the step's barrier
+        slowdown = self.costs.overlap_slowdown * min(duration, share)
+        self.zero_extra[stage] += slowdown
+        duration += slowdown
+        for i in range(n):
+            self.env.process(self.bucket(stage, start + (i + 1) * duration / n, share / n, g))
+        return duration
+
+    def _hand_on(self, stage: int, direction: str, j: int, g: int):
+        """Send the activation (or gradient) of pass (``direction``, ``j``, ``g``) to the next chunk."""
+        target = g + 1 if direction == FORWARD else g - 1
+        if not 0 <= target < self.p * self.v:
+            return
+        if self.p > 1:
+            send_start = self.env.now
+            yield self.env.timeout(self.costs.p2p_s)
+            self.busy[stage] += self.costs.p2p_s
+            self.sends_s[stage] += self.costs.p2p_s
+            if self.costs.p2p_s > 0:
+                self.spans.append(Span(stage, j, g, "send", send_start, self.env.now))
+        self.arrival(direction, target, j).succeed()
+
+    def rank(self, stage: int):
+        """The representative rank of ``stage``: its passes in schedule order."""
+        env, p, n_chunks = self.env, self.p, self.p * self.v
+        order = schedule_order(self.schedule, p, self.v, self.m, stage)
+        last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(self.v)}
         first_forward_done: set[int] = set()
         held = 0
         deferred: list[tuple[float, int]] = []
-        stage_dp_s = dp_reduce_s * stage_layers[stage] / max_stage_layers
+        reduces = self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers > 0
         for direction, j, k in order:
             g = stage + p * k
-            cost = chunks[g]
-            if direction == FORWARD and g > 0:
-                yield arrival(FORWARD, g, j)
-            if direction == BACKWARD and g < n_chunks - 1:
-                yield arrival(BACKWARD, g, j)
+            cost = self.costs.chunks[g]
+            if direction == FORWARD and g > 0 or direction == BACKWARD and g < n_chunks - 1:
+                yield self.arrival(direction, g, j)
             start = env.now
             if direction == FORWARD:
-                duration = cost.forward_s + cost.forward_dp_s
-                zero_extra[stage] += cost.forward_dp_s
-                comm_inside[stage] += cost.forward_comm_s
-                launches[stage] += cost.forward_launch_s
-                if overlap_gather and dp_gather_s > 0 and start < gather_end_s(stage):
-                    # Compute is slowed while the gather (from the step's start) still runs beside it.
-                    beside = min(duration, gather_end_s(stage) - start)
-                    slowdown = costs.overlap_slowdown * beside
-                    gather_wait[stage] += slowdown
-                    duration += slowdown
-                if overlap_gather and dp_gather_s > 0 and k not in first_forward_done:
-                    # The first forward of a chunk consumes its layers as the gather delivers them.
-                    per_layer = duration / max(1, cost.layers)
-                    gathered = gather_end_s(stage) * (k + 1) / v
-                    stretched = max(duration, gathered + per_layer - start)
-                    gather_wait[stage] += stretched - duration
-                    duration = stretched
-                first_forward_done.add(k)
+                duration = self._forward_s(stage, k, cost, start, first_forward_done)
                 held += 1
             else:
-                duration = cost.backward_s + cost.backward_dp_s
-                zero_extra[stage] += cost.backward_dp_s
-                comm_inside[stage] += cost.backward_comm_s
-                launches[stage] += cost.backward_launch_s
+                duration = self._backward_s(stage, cost)
                 held -= 1
-            in_flight_peak[stage] = max(in_flight_peak[stage], held)
-            if direction == BACKWARD and j == last_backward[k] and stage_dp_s > 0:
-                # This chunk's gradients are final: one bucket per layer, ready as the backward
-                # passes its layers (last layer first).
-                share = stage_dp_s * cost.layers / max(1, stage_layers[stage])
-                n = max(1, cost.layers)
-                if overlap:
-                    # compute slowed while the buckets reduce beside it; reduction that outlasts
-                    # the backward is exposed at the step's barrier below
-                    slowdown = costs.overlap_slowdown * min(duration, share)
-                    zero_extra[stage] += slowdown
-                    duration += slowdown
-                    for i in range(n):
-                        env.process(bucket(stage, start + (i + 1) * duration / n, share / n, g))
-                else:
-                    deferred.append((share, g))
+            self.in_flight_peak[stage] = max(self.in_flight_peak[stage], held)
+            if direction == BACKWARD and j == last_backward[k] and reduces:
+                duration = self._gradients_final(stage, g, cost, start, duration, deferred)
             yield env.timeout(duration)
-            busy[stage] += duration
-            spans.append(Span(stage, j, g, direction, start, env.now))
-            # hand the activation (or gradient) on
-            target = g + 1 if direction == FORWARD else g - 1
-            if 0 <= target < n_chunks:
-                if p > 1:
-                    send_start = env.now
-                    yield env.timeout(p2p_s)
-                    busy[stage] += p2p_s
-                    sends_s[stage] += p2p_s
-                    if p2p_s > 0:
-                        spans.append(Span(stage, j, g, "send", send_start, env.now))
-                arrival(direction, target, j).succeed()
-        compute_end[stage] = env.now
+            self.busy[stage] += duration
+            self.spans.append(Span(stage, j, g, direction, start, env.now))
+            yield from self._hand_on(stage, direction, j, g)
+        self.compute_end[stage] = env.now
         for share, g in deferred:
-            env.process(bucket(stage, env.now, share, g))
+            env.process(self.bucket(stage, env.now, share, g))
 
-    for stage in range(p):
-        env.process(rank(stage))
-        if overlap_gather and dp_gather_s > 0:     # last step's parameter all-gather, under the first forwards
-            spans.append(Span(stage, -1, -1, "dp_comm", 0.0, gather_end_s(stage)))
-    env.run()
+    def run(self) -> IterationResult:
+        gathering = self.overlap_gather and self.costs.dp_gather_s > 0
+        for stage in range(self.p):
+            self.env.process(self.rank(stage))
+            if gathering:     # last step's parameter all-gather, under the first forwards
+                self.spans.append(Span(stage, -1, -1, "dp_comm", 0.0, self.gather_end_s(stage)))
+        self.env.run()
+        breakdown = self._breakdown()
+        self.spans.sort(key=lambda s: (s.stage, s.start_s, s.kind))
+        return IterationResult(breakdown, tuple(self.spans), tuple(self.in_flight_peak))
 
-    pipeline_end = max(compute_end)
-    barrier = max(max(compute_end), _last_end(spans, "dp_comm"))
-    t = barrier
-    for kind, duration in (("overheads", overheads_s), ("optimizer", optimizer_s)):
-        if duration > 0:
-            spans.extend(Span(stage, -1, -1, kind, t, t + duration) for stage in range(p))
-        t += duration
-    exposed_gather = 0.0
-    if not overlap_gather and dp_gather_s > 0:
-        for stage in range(p):
-            spans.append(Span(stage, -1, -1, "dp_comm", t, t + gather_end_s(stage)))
-        exposed_gather = dp_gather_s
-    step_s = t + exposed_gather
-
-    busiest = max(range(p), key=lambda s: busy[s] - gather_wait[s])
-    compute = (busy[busiest] - comm_inside[busiest] - launches[busiest] - sends_s[busiest] - zero_extra[busiest]
-               - gather_wait[busiest])
-    dp_exposed = (barrier - pipeline_end) + exposed_gather + zero_extra[busiest] + gather_wait[busiest]
-    overheads = launches[busiest] + overheads_s
-    bubble = step_s - compute - comm_inside[busiest] - sends_s[busiest] - dp_exposed - overheads - optimizer_s
-    breakdown = StepBreakdown(
-        step_s=step_s,
-        compute_s=compute,
-        tp_comm_s=comm_inside[busiest],
-        pp_comm_s=sends_s[busiest],
-        bubble_s=max(0.0, bubble),
-        dp_comm_s=dp_exposed,
-        overheads_s=overheads,
-        optimizer_s=optimizer_s,
-        bottleneck_stage=busiest,
-    )
-    spans.sort(key=lambda s: (s.stage, s.start_s, s.kind))
-    return IterationResult(breakdown, tuple(spans), tuple(in_flight_peak))
+    def _breakdown(self) -> StepBreakdown:
+        """After the passes: the barrier, the per-step work, an exposed gather, and the busiest stage's parts."""
+        p, spans, costs = self.p, self.spans, self.costs
+        pipeline_end = max(self.compute_end)
+        barrier = max(max(self.compute_end), _last_end(spans, "dp_comm"))
+        t = barrier
+        for kind, duration in (("overheads", costs.overheads_s), ("optimizer", costs.optimizer_s)):
+            if duration > 0:
+                spans.extend(Span(stage, -1, -1, kind, t, t + duration) for stage in range(p))
+            t += duration
+        exposed_gather = 0.0
+        if not self.overlap_gather and costs.dp_gather_s > 0:
+            for stage in range(p):
+                spans.append(Span(stage, -1, -1, "dp_comm", t, t + self.gather_end_s(stage)))
+            exposed_gather = costs.dp_gather_s
+        step_s = t + exposed_gather
+        s = max(range(p), key=lambda s: self.busy[s] - self.gather_wait[s])
+        compute = (self.busy[s] - self.comm_inside[s] - self.launches[s] - self.sends_s[s] - self.zero_extra[s]
+                   - self.gather_wait[s])
+        dp_exposed = (barrier - pipeline_end) + exposed_gather + self.zero_extra[s] + self.gather_wait[s]
+        overheads = self.launches[s] + costs.overheads_s
+        bubble = (step_s - compute - self.comm_inside[s] - self.sends_s[s] - dp_exposed - overheads
+                  - costs.optimizer_s)
+        return StepBreakdown(step_s=step_s, compute_s=compute, tp_comm_s=self.comm_inside[s],
+                             pp_comm_s=self.sends_s[s], bubble_s=max(0.0, bubble), dp_comm_s=dp_exposed,
+                             overheads_s=overheads, optimizer_s=costs.optimizer_s, bottleneck_stage=s)
 
 
 def _last_end(spans: list[Span], kind: str) -> float:
