@@ -6,7 +6,10 @@ import math
 
 import pytest
 
-from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Waiting, order,
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Queue, Running, Waiting, order,
                                        place_service, release_slot, schedule)
 
 GPN = 8
@@ -122,3 +125,51 @@ def test_a_service_takes_all_its_replicas_or_nothing():
     assert p.free == [2, 2]
     slots = place_service(p, parts, 4, 2, None, 1, "topology")
     assert sorted(s.node for s in slots) == [0, 1] and p.free == [0, 0]
+
+
+def _sorted_as_written(policy: Policy, queue: list[Waiting], fair: FairShare) -> list[int]:
+    """The policies' order as their definitions say it, sorting the whole queue (the reference for ``Queue``)."""
+    if policy.name == "priority":
+        return [w.index for w in sorted(queue, key=lambda w: (-w.priority, -fair.factor(w.tenant), w.release_s,
+                                                               w.index))]
+    return [w.index for w in sorted(queue, key=lambda w: (-w.priority if math.isinf(w.priority) else 0.0,
+                                                          w.release_s, w.index))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from([0.0, 1.0, 5.0, math.inf]),
+                          st.integers(0, 20), st.booleans()), min_size=1, max_size=40),
+       st.dictionaries(st.sampled_from("abc"), st.integers(0, 64), max_size=3))
+def test_the_kept_queue_reads_in_the_order_a_full_sort_gives(ops, held):
+    """Jobs come and go in any order; the queue read lazily is the queue sorted by the policy's key, for every policy
+    and any fair-share state."""
+    fair = FairShare({"a": 0.5, "b": 0.3, "c": 0.2}, half_life_s=86400.0)
+    fair.advance(7200.0, held)
+    kept, alive = Queue(), {}
+    for i, (tenant, priority, release, leave) in enumerate(ops):
+        w = job(i, tenant=tenant, priority=priority, release=float(release))
+        kept[i] = alive[i] = w
+        if leave and len(alive) > 1:
+            gone = min(alive)
+            del kept[gone], alive[gone]
+    for name in ("fifo", "backfill", "priority"):
+        expected = _sorted_as_written(Policy(name), list(alive.values()), fair)
+        assert [w.index for w in kept.ordered(Policy(name), fair)] == expected
+    assert len(kept) == len(alive)
+
+
+def test_a_pass_reads_only_the_head_of_a_long_queue():
+    """A pass over 10,000 waiting jobs on a full cluster reads the blocked head and ``depth`` jobs behind it."""
+    read = []
+
+    class Counting(Queue):
+        def ordered(self, policy, fair):
+            for w in super().ordered(policy, fair):
+                read.append(w.index)
+                yield w
+
+    queue = Counting([job(i, release=float(i)) for i in range(10_000)])
+    full = pool([0, 0], busy={0: GPN, 1: GPN})
+    decision = schedule(Policy("backfill", depth=100), full, queue, lambda: [Running(3600.0, (0, 1), GPN)], 0.0)
+    assert decision.starts == []
+    assert len(read) == 1 + 100

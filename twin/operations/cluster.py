@@ -49,7 +49,7 @@ from twin.engine.job import interval_iterations
 from twin.engine.storage import CheckpointCost, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
 from twin.operations.jobs import JobRequest, Service, Shape, allocated_gpus, nodes_needed
-from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Slot, Waiting,
+from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Queue, Running, Slot, Waiting,
                                        place_service, release_slot, schedule)
 from twin.operations.steps import StepTimes, Traffic
 from twin.power.devices import NodePower
@@ -259,7 +259,7 @@ class _Cluster:
         self.parts = Partitions()
         self.jobs = [self._service(i, req, services[req.template], site_clock) if req.template in services
                      else self._job(i, req, shapes[(req.template, req.gpus)], site_clock) for i, req in enumerate(jobs)]
-        self.queue: dict[int, Waiting] = {}          # training jobs, in release order
+        self.queue = Queue()                          # training jobs, in each policy's order
         self.service_queue: dict[int, _Job] = {}     # serving jobs, in release order
         self.needs: Counter[Need] = Counter()        # what the waiting jobs need
         self.running: dict[int, _Job] = {}
@@ -579,7 +579,7 @@ class _Cluster:
             return [Running(self._estimated_end(j), tuple(j.nodes), j.need.gpus) for j in self.running.values()
                     if j.service is None]
 
-        decision = schedule(self.spec.policy, self.pool, list(self.queue.values()), running, now, self.fair,
+        decision = schedule(self.spec.policy, self.pool, self.queue, running, now, self.fair,
                             self.hold)
         if decision.head is not None and self.jobs[decision.head].reserved_start_s is None:
             self.jobs[decision.head].reserved_start_s = decision.head_start_s

@@ -39,9 +39,12 @@ its last instance is freed.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 POLICIES = ("fifo", "backfill", "priority")
 PLACEMENTS = ("topology", "first-fit")
@@ -221,12 +224,79 @@ class FairShare:
         return 2.0 ** (-used / share)
 
 
+def _fifo_key(w: Waiting) -> tuple[float, float, int]:
+    """Queue order of ``fifo`` and ``backfill``: a job of infinite priority (a hero run) first, then by release."""
+    return (-w.priority if math.isinf(w.priority) else 0.0, w.release_s, w.index)
+
+
+def _tenant_key(w: Waiting) -> tuple[float, float, int]:
+    """Order within a tenant under ``priority``: by priority, then by release."""
+    return (-w.priority, w.release_s, w.index)
+
+
+class Queue:
+    """The waiting training jobs, kept in each policy's order as they come and go, so that a scheduling pass
+    reads only the head it needs instead of sorting the whole queue.
+
+    ``fifo`` and ``backfill`` read one list in ``_fifo_key`` order. ``priority`` orders by priority, then by the
+    tenant's fair-share factor, then by release: since the factor is the same for every job of a tenant, each
+    tenant's list in ``_tenant_key`` order is already in that order, and a pass merges the tenants' lists lazily
+    with their current factors. A job's keys never change while it waits (it leaves the queue to start).
+    """
+
+    def __init__(self, jobs: list[Waiting] = ()):
+        self._jobs: dict[int, Waiting] = {}
+        self._fifo: list[tuple[tuple[float, float, int], int]] = []
+        self._tenants: dict[str, list[tuple[tuple[float, float, int], int]]] = {}
+        for w in jobs:
+            self[w.index] = w
+
+    def __setitem__(self, index: int, w: Waiting) -> None:
+        if index in self._jobs:
+            del self[index]
+        self._jobs[index] = w
+        bisect.insort(self._fifo, (_fifo_key(w), index))
+        bisect.insort(self._tenants.setdefault(w.tenant, []), (_tenant_key(w), index))
+
+    def __delitem__(self, index: int) -> None:
+        w = self._jobs.pop(index)
+        _remove(self._fifo, (_fifo_key(w), index))
+        own = self._tenants[w.tenant]
+        _remove(own, (_tenant_key(w), index))
+        if not own:
+            del self._tenants[w.tenant]
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __contains__(self, index: int) -> bool:
+        return index in self._jobs
+
+    def values(self) -> list[Waiting]:
+        return list(self._jobs.values())
+
+    def ordered(self, policy: Policy, fair: FairShare | None) -> Iterator[Waiting]:
+        """The waiting jobs in the order the policy considers them, produced lazily."""
+        jobs = self._jobs
+        if policy.name == "priority" and fair is not None:
+            lanes = [_with_factor(lane, -fair.factor(tenant)) for tenant, lane in self._tenants.items()]
+            return (jobs[i] for _, i in heapq.merge(*lanes))
+        return (jobs[i] for _, i in self._fifo)
+
+
+def _with_factor(lane: list, factor: float) -> Iterator[tuple[tuple[float, float, float, int], int]]:
+    """A tenant's lane with the full ``priority`` key: (−priority, −fair-share factor, release, index)."""
+    return (((k[0], factor, k[1], k[2]), i) for k, i in lane)
+
+
+def _remove(lane: list, item: tuple) -> None:
+    at = bisect.bisect_left(lane, item)
+    del lane[at]
+
+
 def order(policy: Policy, queue: list[Waiting], fair: FairShare | None) -> list[Waiting]:
     """The queue in the order the policy considers it."""
-    if policy.name == "priority" and fair is not None:
-        factor = {t: fair.factor(t) for t in {w.tenant for w in queue}}
-        return sorted(queue, key=lambda w: (-w.priority, -factor[w.tenant], w.release_s, w.index))
-    return sorted(queue, key=lambda w: (-w.priority if math.isinf(w.priority) else 0.0, w.release_s, w.index))
+    return list(Queue(queue).ordered(policy, fair))
 
 
 def _avoid(hold: Hold | None, job: Waiting, now: float) -> frozenset[int]:
@@ -254,33 +324,40 @@ class Decision:
     head_start_s: float = math.inf               # its reserved start
 
 
-def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable[[], list[Running]], now: float,
-             fair: FairShare | None = None, hold: Hold | None = None) -> Decision:
-    """One scheduling pass: the jobs to start now, in order, and their nodes. ``pool`` is not changed;
-    ``running()`` lists the running jobs, asked for only when a backfill reservation is computed."""
+def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: Callable[[], list[Running]],
+             now: float, fair: FairShare | None = None, hold: Hold | None = None) -> Decision:
+    """One scheduling pass: the jobs to start now, in order, and their nodes. ``pool`` and ``queue`` are not
+    changed; ``running()`` lists the running jobs, asked for only when a backfill reservation is computed.
+    A pass reads the queue's head: the jobs that start in order, the blocked head, and ``depth`` behind it."""
     state = pool.copy()
     starts: list[tuple[int, list[int]]] = []
     started: list[Running] = []
-    ordered = order(policy, queue, fair)
-    # Within a pass GPUs only get taken: what did not fit once does not fit again.
-    failed: set[tuple[Need, frozenset[int]]] = set()
-    i = 0
-    while i < len(ordered):
-        job = ordered[i]
+    waiting = (queue if isinstance(queue, Queue) else Queue(queue)).ordered(policy, fair)
+    head = None
+    for job in waiting:
         nodes = state.choose(job.need, policy.placement, _avoid(hold, job, now))
         if nodes is None:
+            head = job
             break
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
         started.append(Running(now + job.estimate_s, tuple(nodes), job.need.gpus))
-        i += 1
-    if i >= len(ordered) or policy.name == "fifo":
+    if head is None or policy.name == "fifo":
         return Decision(starts)
-    head = ordered[i]
-    candidates = [w for w in ordered[i + 1:i + 1 + policy.depth] if state.fits(w.need)]
+    candidates = [w for w in islice(waiting, policy.depth) if state.fits(w.need)]
     if not candidates:
         return Decision(starts)
     shadow, reserved = reservation(state, head, running() + started, policy.placement)
+    return Decision(starts + _backfill(policy, state, candidates, shadow, reserved, now, hold), head.index, shadow)
+
+
+def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved: frozenset[int],
+              now: float, hold: Hold | None) -> list[tuple[int, list[int]]]:
+    """EASY backfill behind the blocked head reserved ``reserved`` nodes from ``shadow``: the candidates that
+    start now without delaying it. ``state`` takes their GPUs."""
+    # Within a pass GPUs only get taken: what did not fit once does not fit again.
+    failed: set[tuple[Need, frozenset[int]]] = set()
+    starts: list[tuple[int, list[int]]] = []
     for job in candidates:
         if not state.fits(job.need):
             continue
@@ -295,7 +372,7 @@ def schedule(policy: Policy, pool: Pool, queue: list[Waiting], running: Callable
             continue
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
-    return Decision(starts, head.index, shadow)
+    return starts
 
 
 # ---------------------------------------------------------------------------
