@@ -21,6 +21,7 @@ LAYERS = {
     "twin.hardware": 20,
     "twin.workload": 30,
     "twin.network": 40,
+    "twin.jobs": 45,
     "twin.engine": 50, "twin.serving": 50,
     "twin.power": 60,
     "twin.operations": 65,

@@ -17,9 +17,9 @@ import numpy as np
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
 from twin.calibration import Efficiency, ServingEfficiency
-from twin.engine.failures import FailurePolicy
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.failures import FailurePolicy
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric, cluster_graph
 from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg

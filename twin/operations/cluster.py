@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
-from twin.engine.job import interval_iterations
-from twin.engine.storage import CheckpointCost, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.checkpoint import CheckpointCost, checkpoint_cost
+from twin.jobs.failures import FailurePolicy, FailureProfile, failure_profile
+from twin.jobs.rules import durable_steps, fluid_rate_per_s, interval_iterations, requeue_s, restart_s, stall_share
 from twin.operations.jobs import JobRequest, Service, Shape, allocated_gpus, nodes_needed
 from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Running, Slot, Waiting,
                                        place_service, release_slot, schedule)
@@ -173,7 +173,7 @@ class _Job:
     iterations: float                # steps of work (fractional: the last one partly); a service's seconds
     packed_step_s: float
     checkpoint: CheckpointCost
-    interval: int                    # steps between checkpoints
+    interval: int | None             # steps between checkpoints (None: no checkpoints)
     release_s: float
     estimate_s: float                # the scheduler's estimate of its run time
     carbon_hold_s: float = 0.0
@@ -358,9 +358,7 @@ class _Cluster:
         sp = step_power(gpu, solo)
         extra_s = max(0.0, job.step_s - solo.step_s)
         avg_w = (sp.gpu_avg_w * solo.step_s + extra_s * gpu.phase_w("communication")) / job.step_s
-        stall = job.checkpoint.stall_s if job.interval < 2**62 else 0.0
-        cycle = job.interval * job.step_s
-        share = stall / (cycle + stall) if cycle + stall > 0 else 0.0
+        share = stall_share(job.step_s, job.checkpoint, job.interval)
         avg_w = (1 - share) * avg_w + share * gpu.phase_w("checkpoint")
         span = gpu.limit_w - gpu.idle_w
         return (avg_w - gpu.idle_w) / span if span > 0 else 0.0
@@ -380,8 +378,7 @@ class _Cluster:
             job.step_s = job.rate = 1.0
             return
         job.step_s = self.steps.step_s(job.shape, job.placement, job.share)
-        stall = job.checkpoint.stall_s if job.interval < 2**62 else 0.0
-        job.rate = 1.0 / (job.step_s + stall / job.interval)
+        job.rate = fluid_rate_per_s(job.step_s, job.checkpoint, job.interval)
 
     def _retime(self, job: _Job) -> None:
         """A job's speed changed: its process recomputes when it ends."""
@@ -686,7 +683,7 @@ class _Cluster:
                     yield env.any_of(waits)
                     if job.ready.triggered:
                         job.repair_wait_s += env.now - job.phase_since_s
-                        self._restart(job, self.failures.relaunch_s + job.checkpoint.read_s)
+                        self._restart(job, requeue_s(self.failures.relaunch_s, job.checkpoint.read_s))
             except simpy.Interrupt as interrupt:
                 self._advance(job)
                 if interrupt.cause != "speed":
@@ -705,7 +702,7 @@ class _Cluster:
         elif job.phase == WAIT:
             job.repair_wait_s += self.env.now - job.phase_since_s
         if job.phase == TRAIN:
-            durable = (job.done // job.interval) * job.interval if job.interval < 2**62 else 0.0
+            durable = durable_steps(job.done, job.interval)
             job.lost_work_s += (job.done - durable) * job.step_s
             job.done = durable
         if component.replace and node in job.nodes:
@@ -713,7 +710,7 @@ class _Cluster:
             if job not in self.waiting_nodes:
                 self.waiting_nodes.append(job)
             self._refill()
-        restart = self.failures.detection_s + self.failures.relaunch_s + job.checkpoint.read_s
+        restart = restart_s(self.failures.detection_s, self.failures.relaunch_s, job.checkpoint.read_s)
         if job.missing:
             self._enter_phase(job, WAIT)
         else:

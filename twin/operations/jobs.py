@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.engine.stage_costs import StepCosts
-from twin.engine.storage import CheckpointPolicy
+from twin.jobs.checkpoint import CheckpointPolicy
 from twin.network.collectives import CommModel
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan
