@@ -34,7 +34,7 @@ import simpy
 
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy, checkpoint_cost
-from twin.jobs.failures import FailurePolicy, FailureProfile, failure_profile
+from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, failure_profile
 from twin.jobs.model import Event, Phase, Segment
 from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoints_before_end, interrupted,
                              interval_iterations, requeue_s)
@@ -156,8 +156,7 @@ class _Run:
                 yield self.env.timeout(self.rng.exponential(1.0 / (self.rate_full * active)))
             except simpy.Interrupt:
                 continue                        # the job's size changed: redraw (memoryless)
-            index = int(np.searchsorted(self.cumulative, self.rng.random(), side="right"))
-            component = self.spec.profile.components[min(index, len(self.cumulative) - 1)]
+            component = drawn_component(self.spec.profile, self.cumulative, self.rng.random())
             if self.phase == REPAIR_WAIT and self.resumed is not None:
                 try:
                     yield self.resumed          # idle nodes' failures interrupt nothing: sleep (memoryless)

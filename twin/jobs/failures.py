@@ -15,6 +15,8 @@ device-hour, 0 to remove one); ``failures.rate_scale`` then multiplies every rat
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from twin import catalog
@@ -87,3 +89,10 @@ def failure_profile(name: str, rate_scale: float = 1.0, custom_rates: dict[str, 
     components = [Component(c.name, c.kind, c.per, c.rate_per_device_hour * rate_scale, c.replace)
                   for c in components]
     return FailureProfile(name, row["description"], row["source"], tuple(components))
+
+
+def drawn_component(profile: FailureProfile, cumulative: Sequence[float], u: float) -> Component:
+    """The component a failure belongs to, for a uniform draw ``u`` in [0, 1): the first whose cumulative
+    share of the summed rate (``cumulative``, ending at 1) exceeds ``u``."""
+    index = bisect.bisect_right(cumulative, u)
+    return profile.components[min(index, len(cumulative) - 1)]
