@@ -17,6 +17,7 @@ nodes it runs on, and how it gives back a node.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -52,7 +53,7 @@ class Tally:
 
 
 @dataclass
-class ClusterJob:
+class ClusterJob(ABC):
     """A job on the cluster: what it asked for, where it is, how far it got."""
     index: int
     req: JobRequest
@@ -94,38 +95,38 @@ class ClusterJob:
 
     # -- the kind's answers ----------------------------------------------------------------
     @property
+    @abstractmethod
     def compute_gpus(self) -> float:
         """GPUs' worth of compute it uses."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def gpus_used(self) -> float:
         """GPUs it keeps busy while it works."""
-        raise NotImplementedError
 
+    @abstractmethod
     def activity(self, steps: StepTimes, gpu: GPUPower) -> float:
         """A used GPU's mean share of its dynamic range while the job works."""
-        raise NotImplementedError
 
+    @abstractmethod
     def set_speed(self, steps: StepTimes) -> None:
         """Its step time and rate where it runs now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def place(self, steps: StepTimes) -> None:
         """Its placement class and traffic, once it holds all its nodes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def used_nodes(self, gpus_per_node: int) -> list[int]:
         """The nodes its ranks or devices run on."""
-        raise NotImplementedError
 
+    @abstractmethod
     def open_gpu_seconds(self, now: float) -> None:
         """Count the GPU time of what it still holds at ``now`` (the end of the run)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def outcome_gpus(self, gpus_per_node: int) -> tuple[float, float]:
         """(GPUs its plan uses, GPUs it holds) as its outcome reports them."""
-        raise NotImplementedError
 
     # -- progress ----------------------------------------------------------------------------
     def advance(self, now: float) -> None:
