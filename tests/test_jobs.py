@@ -16,8 +16,9 @@ import pytest
 from twin.jobs.checkpoint import CheckpointCost
 from twin.jobs.failures import Component, FailureProfile, drawn_component
 from twin.jobs.model import Phase
-from twin.jobs.rules import (checkpoint_cycle, checkpoints_before_end, durable_steps, fluid_rate_per_s, interrupted,
-                             interval_iterations, requeue_s, restart_s, stall_share, young_daly_interval_s)
+from twin.jobs.rules import (checkpoint_cycle, checkpoint_plan, checkpoints_before_end, durable_steps,
+                             fluid_rate_per_s, interrupted, interval_iterations, requeue_s, restart_s, stall_share,
+                             young_daly_interval_s)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,3 +157,26 @@ def test_both_kinds_answer_the_whole_interface():
 
     assert {"compute_gpus", "activity", "set_speed", "place", "used_nodes"} <= ClusterJob.__abstractmethods__
     assert not TrainingJob.__abstractmethods__ and not ServiceJob.__abstractmethods__
+
+
+def test_checkpoint_plan_for_both_engines():
+    """A 70B model in bf16 checkpoints 70e9 · (2 + 12) bytes; its interval follows its own failure rate."""
+    from twin.api import build
+    from twin.jobs.checkpoint import CheckpointPolicy
+    from twin.jobs.failures import failure_profile
+    from twin.scenario import parse_scenario
+
+    cluster = build(parse_scenario({
+        "cluster": {"node": "dgx-h100", "nodes": 2, "storage": {"read": "60 GB/s", "write": "30 GB/s"}},
+        "training": {"model": "llama2-70b", "tokens": "1B", "seq_len": 4096, "global_batch": 16,
+                     "parallelism": {"tensor": 8, "pipeline": 2, "data": 1, "recompute": "full"}}})).cluster
+    auto = CheckpointPolicy()
+    cost, every = checkpoint_plan(auto, 70e9, "bf16", False, cluster, 2, 16, 10.0, None)
+    assert cost.bytes == pytest.approx(70e9 * 14) and every is None          # no failures: no checkpoints
+    assert cost.write_s == pytest.approx(70e9 * 14 / 30e9)
+    profile = failure_profile("llama3-h100", rate_scale=1000)
+    _, every = checkpoint_plan(auto, 70e9, "bf16", False, cluster, 2, 16, 10.0, profile)
+    tau = young_daly_interval_s(cost.stall_s, profile.mtbf_s(16, 2))
+    assert every == max(1, round(tau / 10.0))
+    _, every = checkpoint_plan(CheckpointPolicy(interval_s=3600.0), 70e9, "bf16", False, cluster, 2, 16, 10.0, profile)
+    assert every == 360

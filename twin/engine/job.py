@@ -33,11 +33,11 @@ import numpy as np
 import simpy
 
 from twin.hardware.specs import ClusterSpec
-from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy, checkpoint_cost
-from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, failure_profile
+from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
+from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, policy_profile
 from twin.jobs.model import Event, Phase, Segment
-from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoints_before_end, interrupted,
-                             interval_iterations, requeue_s)
+from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoint_plan, checkpoints_before_end, interrupted,
+                             requeue_s)
 
 TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.RESTART, Phase.REPAIR_WAIT
 # Beyond this many checkpoints in the recorded sample, each block of training between two
@@ -119,9 +119,7 @@ class _Run:
         self.repairs: list[float] = []         # return times of nodes in repair (heap)
         self.blocks: list[_Block] = []
         self.resumed: simpy.Event | None = None    # fires when a repair wait ends
-        rates = np.array(spec.profile.job_rates_per_s(spec.gpus, spec.nodes))
-        self.rate_full = float(rates.sum())
-        self.cumulative = np.cumsum(rates) / self.rate_full if self.rate_full > 0 else rates
+        self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.job = self.env.process(self._job())
         self.failure_process = self.env.process(self._failures()) if self.rate_full > 0 else None
 
@@ -349,9 +347,9 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
     """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
     checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
-    profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
-    cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous, frozen)
-    mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
+    profile = policy_profile(failures)
+    cost, every = checkpoint_plan(checkpoint, params, precision, frozen, cluster, nodes_used, gpus_used, step_s,
+                                  profile)
     return JobSpec(
         iterations=max(1, math.ceil(tokens / tokens_per_step)),
         step_s=step_s,
@@ -360,7 +358,7 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
         data_parallel=data_parallel,
         spare_nodes=cluster.nodes - nodes_used,       # held-back spares and idle nodes alike
         checkpoint=cost,
-        interval_iterations=interval_iterations(checkpoint.interval_s, step_s, cost, mtbf_s),
+        interval_iterations=every,
         detection_s=failures.detection_s,
         relaunch_s=failures.relaunch_s,
         repair_mean_s=failures.repair_mean_s,
@@ -410,7 +408,7 @@ class FailureSummary:
     min_data_parallel: int
     by_component: dict[str, float]
     checkpoint_interval_s: float
-    checkpoint_interval_iterations: int
+    checkpoint_interval_iterations: int | None   # None: no checkpoints (no failures)
     checkpoint_bytes: float
     checkpoint_write_s: float
     checkpoint_read_s: float

@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from twin.jobs.checkpoint import CheckpointCost
+from twin.hardware.specs import ClusterSpec
+from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy, checkpoint_cost
+from twin.jobs.failures import FailureProfile
 
 
 def young_daly_interval_s(stall_s: float, mtbf_s: float) -> float:
@@ -53,6 +55,17 @@ def interval_iterations(interval_s: float | None, step_s: float, checkpoint: Che
     if not math.isfinite(tau):
         return None
     return max(1, round(tau / step_s))
+
+
+def checkpoint_plan(policy: CheckpointPolicy, params: float, precision: str, frozen: bool, cluster: ClusterSpec,
+                    nodes: int, gpus: int, step_s: float,
+                    profile: FailureProfile | None) -> tuple[CheckpointCost, int | None]:
+    """A job's checkpoint and its interval in steps: ``params`` trained parameters (a ``frozen`` base's adapters
+    alone) written from ``gpus`` GPUs on ``nodes`` nodes, every ``policy.interval_s`` or at Young/Daly's optimum
+    for the job's own failure rate under ``profile`` (None: no failures, no checkpoints)."""
+    cost = checkpoint_cost(params, precision, cluster, nodes, gpus, policy.asynchronous, frozen)
+    mtbf_s = profile.mtbf_s(gpus, nodes) if profile is not None else math.inf
+    return cost, interval_iterations(policy.interval_s, step_s, cost, mtbf_s)
 
 
 @dataclass(frozen=True)

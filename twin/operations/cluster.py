@@ -45,7 +45,7 @@ import numpy as np
 import simpy
 
 from twin.hardware.specs import ClusterSpec
-from twin.jobs.failures import FailurePolicy, drawn_component, failure_profile
+from twin.jobs.failures import FailurePolicy, drawn_component, policy_profile
 from twin.jobs.model import JobKind, Phase
 from twin.jobs.rules import requeue_s, restart_s
 from twin.operations.jobs import JobRequest, Service, Shape
@@ -81,9 +81,7 @@ class _Cluster:
         self.rng = np.random.default_rng(spec.seed)
         self.gpn = cluster.node.gpus
         self.node_power, self.infrastructure_w = node_power, infrastructure_w
-        self.profile = None
-        if failures is not None:
-            self.profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
+        self.profile = policy_profile(failures) if failures is not None else None
         self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._row)
         self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._row)
         self.jobs: list[ClusterJob] = [
@@ -358,11 +356,9 @@ class _Cluster:
     def _failures(self):
         """Node failures: one Poisson process for the cluster, each on a node drawn at random."""
         env, profile, rng = self.env, self.profile, self.rng
-        rates = np.array(profile.job_rates_per_s(self.gpn, 1))
-        node_rate = float(rates.sum())
+        node_rate, cumulative = profile.shares(self.gpn, 1)
         if node_rate <= 0:
             return
-        cumulative = np.cumsum(rates) / node_rate
         total = node_rate * self.cluster.nodes
         while True:
             yield env.timeout(rng.exponential(1.0 / total))

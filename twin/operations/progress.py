@@ -24,10 +24,10 @@ from typing import ClassVar
 import simpy
 
 from twin.hardware.specs import ClusterSpec
-from twin.jobs.checkpoint import CheckpointCost, checkpoint_cost
+from twin.jobs.checkpoint import CheckpointCost
 from twin.jobs.failures import FailureProfile
 from twin.jobs.model import JobKind, Phase
-from twin.jobs.rules import durable_steps, fluid_rate_per_s, interval_iterations, stall_share
+from twin.jobs.rules import checkpoint_plan, durable_steps, fluid_rate_per_s, stall_share
 from twin.operations.jobs import JobRequest, PricedStep, Service, Shape, allocated_gpus, nodes_needed
 from twin.operations.records import UNFINISHED, JobOutcome, NodeSpan
 from twin.operations.scheduler import Need, Slot
@@ -296,10 +296,8 @@ def training_job(index: int, req: JobRequest, shape: Shape, steps: StepTimes, cl
     else:
         iterations = req.duration_s / packed.step_s
     nodes = nodes_needed(req.gpus, gpn)
-    cost = checkpoint_cost(shape.params, shape.precision, cluster, nodes, shape.plan.gpus,
-                           shape.checkpoint.asynchronous, shape.frozen)
-    mtbf = profile.mtbf_s(shape.plan.gpus, nodes) if profile is not None else math.inf
-    interval = interval_iterations(shape.checkpoint.interval_s, packed.step_s, cost, mtbf)
+    cost, interval = checkpoint_plan(shape.checkpoint, shape.params, shape.precision, shape.frozen, cluster, nodes,
+                                     shape.plan.gpus, packed.step_s, profile)
     ideal = iterations * packed.step_s
     need = Need(nodes, gpn) if req.gpus > gpn else Need(1, req.gpus)
     return TrainingJob(index, req, need, iterations, packed.step_s, cost, interval, req.submit_s,
