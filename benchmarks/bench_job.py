@@ -13,10 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from twin.api import build, run_file
-from twin.engine.failures import failure_profile
 from twin.engine.iteration import _simulate_cached, simulate_iteration
-from twin.engine.job import JobSpec, interval_iterations, monte_carlo
-from twin.engine.storage import CheckpointCost
+from twin.engine.job import JobSpec, monte_carlo
+from twin.jobs.checkpoint import CheckpointCost
+from twin.jobs.failures import failure_profile
+from twin.jobs.rules import interval_iterations
 from twin.scenario import load_scenario
 from twin.units import SECONDS_PER_DAY
 
@@ -28,7 +29,7 @@ def spec(gpus: int, days: float, step_s: float, rate_scale: float = 1.0) -> JobS
     nodes = gpus // 8
     size = 405e9 * 14
     ck = CheckpointCost(size, 2e12, 2e12, size / 2e12, size / 2e12, size / 2e12, False)
-    every = interval_iterations("auto", step_s, ck, profile.mtbf_s(gpus, nodes))
+    every = interval_iterations(None, step_s, ck, profile.mtbf_s(gpus, nodes))
     return JobSpec(int(days * SECONDS_PER_DAY / step_s), step_s, nodes, gpus, gpus // 128, 32, ck, every,
                    120.0, 180.0, 48 * 3600.0, False, profile)
 

@@ -22,6 +22,7 @@ LAYERS = {
     "twin.workload": 30,
     "twin.operators": 35,
     "twin.network": 40,
+    "twin.jobs": 45,
     "twin.engine": 50, "twin.serving": 50,
     "twin.power": 60,
     "twin.operations": 65,

@@ -12,10 +12,11 @@ import yaml
 
 from twin.api import build, run_dict, run_file
 from twin.api.specs import checkpoint_policy_of, failure_policy_of
-from twin.engine.failures import failure_profile
-from twin.engine.job import JobSpec, interval_iterations, job_spec, monte_carlo, simulate_job, young_daly_interval_s
-from twin.engine.storage import checkpoint_cost
+from twin.engine.job import JobSpec, job_spec, monte_carlo, simulate_job
 from twin.errors import ScenarioError
+from twin.jobs.checkpoint import checkpoint_cost
+from twin.jobs.failures import failure_profile
+from twin.jobs.rules import interval_iterations, young_daly_interval_s
 from twin.scenario import parse_scenario
 from twin.units import SECONDS_PER_DAY
 

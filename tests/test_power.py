@@ -9,10 +9,10 @@ import yaml
 
 from tests.conftest import BASE, ROOT, SCENARIOS, cli, with_
 from twin.api import run_dict
-from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
 from twin.errors import ScenarioError
 from twin.hardware.specs import gpu_spec, node_spec
+from twin.jobs.model import Segment
 from twin.power.capping import clock_factor, power_cap_factor
 from twin.power.devices import gpu_power, node_power
 from twin.power.embodied import embodied, embodied_spec, llmcarbon_gpu_kg

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin.engine.iteration import Span
-from twin.engine.job import Event, FailureSummary, Segment
+from twin.engine.job import FailureSummary
 from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.model import Event, Segment
 from twin.network.collectives import FabricSummary
 from twin.operations.accounting import Accounts, Charge
 from twin.operations.cluster import ClusterRun, JobOutcome

@@ -10,6 +10,7 @@ against the delay added.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,9 +18,12 @@ import numpy as np
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
 from twin.calibration import Efficiency, ServingEfficiency
-from twin.engine.failures import FailurePolicy
+from twin.engine.iteration import simulate_iteration
+from twin.engine.stage_costs import StepCosts
+from twin.engine.step import StepBreakdown
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.failures import FailurePolicy
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric, cluster_graph
 from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg
@@ -41,11 +45,19 @@ from twin.serving.deployment import memory_problem, replica
 from twin.serving.deployment import simulate as serve
 from twin.units import fmt_duration
 from twin.workload.finetune import trainable_params
+from twin.workload.placement import Placement
+from twin.workload.plan import ParallelPlan
 
 
 def _sized(cluster: ClusterSpec, gpus: int) -> ClusterSpec:
     """The cluster as a job's plan sees it: exactly the job's GPUs (``data: auto`` fills them)."""
     return replace(cluster, node=replace(cluster.node, gpus=gpus), nodes=1, spare_nodes=0)
+
+
+def _stepper(costs: Callable[[CommModel, Placement], StepCosts],
+             plan: ParallelPlan) -> Callable[[CommModel, Placement], StepBreakdown]:
+    """The training engine's step of ``plan`` wherever its groups land: what the cluster prices placements with."""
+    return lambda comm, placement: simulate_iteration(costs(comm, placement), plan).breakdown
 
 
 @dataclass
@@ -73,7 +85,7 @@ class _Shapes:
                 template=template, gpus=gpus, plan=c.plan, order=tr.parallelism.order,
                 params=trainable_params(c.model, c.finetune), frozen=c.finetune.frozen, precision=tr.precision,
                 checkpoint=checkpoint_policy_of(tr.checkpoint), memory_bytes=needed,
-                memory_fits=needed <= self.cluster.node.gpu.memory_bytes, costs=c.costs)
+                memory_fits=needed <= self.cluster.node.gpu.memory_bytes, step=_stepper(c.costs, c.plan))
         return self.built[key]
 
     def runs(self, template: str, gpus: int) -> bool:

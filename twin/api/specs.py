@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from twin.engine.failures import FailurePolicy
 from twin.engine.stack import StackProfile, stack_profile
-from twin.engine.storage import CheckpointPolicy
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
+from twin.jobs.checkpoint import CheckpointPolicy
+from twin.jobs.failures import FailurePolicy
 from twin.power.prices import gpu_hour_price
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training

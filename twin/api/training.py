@@ -17,14 +17,15 @@ from twin.api.specs import (
 )
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
-from twin.engine.job import Segment, job_spec, job_summary, monte_carlo
+from twin.engine.job import job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.step import StepBreakdown, step_time
-from twin.engine.storage import checkpoint_bytes_per_param
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.checkpoint import checkpoint_bytes_per_param
+from twin.jobs.model import Segment
 from twin.network.collectives import CommModel
 from twin.power.assess import Facility, assess, assess_at, facility
 from twin.power.capping import power_cap_factor

@@ -32,50 +32,20 @@ from functools import lru_cache
 import numpy as np
 import simpy
 
-from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
-from twin.engine.storage import CheckpointCost, CheckpointPolicy, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
+from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, policy_profile
+from twin.jobs.model import Event, Phase, Segment
+from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoint_plan, checkpoints_before_end, interrupted,
+                             requeue_s)
 
-TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = "train", "checkpoint", "restart", "repair_wait"
+TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.RESTART, Phase.REPAIR_WAIT
 # Beyond this many checkpoints in the recorded sample, each block of training between two
 # disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
 MAX_TIMELINE_CHECKPOINTS = 2000
 # Work bound: failures simulated over all the samples of one job. A sample that reaches its
 # share before the end stops there and is reported as not finished (docs/engine.md).
 MAX_SIMULATED_FAILURES = 200_000
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A stretch of the job's wall time in one phase (train, checkpoint, restart, repair_wait)."""
-    start_s: float
-    end_s: float
-    phase: str
-    checkpoints: int = 0             # checkpoints folded inside a long train segment
-    checkpoint_s: float = 0.0        # their time
-
-
-@dataclass(frozen=True)
-class Event:
-    t_s: float
-    kind: str                        # failure | checkpoint | restart
-    component: str = ""
-
-
-def young_daly_interval_s(stall_s: float, mtbf_s: float) -> float:
-    """Daly (2006) eq. 37: optimum compute time between checkpoints.
-
-    τ = sqrt(2δM)·[1 + (1/3)·sqrt(δ/2M) + (1/9)·(δ/2M)] − δ for δ < 2M, else M;
-    to first order Young's (1974) τ = sqrt(2δM).
-    """
-    if not math.isfinite(mtbf_s):
-        return math.inf
-    if stall_s <= 0:
-        return 0.0
-    if stall_s >= 2 * mtbf_s:
-        return mtbf_s
-    x = stall_s / (2 * mtbf_s)
-    return math.sqrt(2 * stall_s * mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - stall_s
 
 
 @dataclass(frozen=True)
@@ -88,14 +58,14 @@ class JobSpec:
     data_parallel: int               # replicas; a lost node takes one out when the job shrinks
     spare_nodes: int
     checkpoint: CheckpointCost
-    interval_iterations: int         # iterations between checkpoints
+    interval_iterations: int | None  # iterations between checkpoints; None: none (no failures)
     detection_s: float               # failure → the job knows (collective timeout, health checks)
     relaunch_s: float                # reschedule, start processes, initialise communicators
     repair_mean_s: float             # mean time to repair a node (exponential)
     allow_shrink: bool
     profile: FailureProfile
     horizon_s: float = math.inf      # wall time at which the simulation stops
-    max_interruptions: int = 2**62   # failures one sample may simulate
+    max_interruptions: float = math.inf    # failures one sample may simulate
 
     @property
     def ideal_s(self) -> float:
@@ -103,20 +73,8 @@ class JobSpec:
 
     @property
     def interval_s(self) -> float:
-        return self.interval_iterations * self.step_s
-
-
-def interval_iterations(interval: float | None, step_s: float, checkpoint: CheckpointCost, mtbf_s: float) -> int:
-    """Iterations between checkpoints: a duration in seconds, or None for Young/Daly's optimum."""
-    if interval is None:
-        tau = young_daly_interval_s(checkpoint.stall_s, mtbf_s)
-        if checkpoint.asynchronous:
-            tau = max(tau, checkpoint.write_s)     # a snapshot waits for the previous write
-    else:
-        tau = float(interval)
-    if not math.isfinite(tau):
-        return 2**62
-    return max(1, round(tau / step_s))
+        """Training time between checkpoints (inf: none)."""
+        return self.interval_iterations * self.step_s if self.interval_iterations is not None else math.inf
 
 
 @dataclass
@@ -161,9 +119,7 @@ class _Run:
         self.repairs: list[float] = []         # return times of nodes in repair (heap)
         self.blocks: list[_Block] = []
         self.resumed: simpy.Event | None = None    # fires when a repair wait ends
-        rates = np.array(spec.profile.job_rates_per_s(spec.gpus, spec.nodes))
-        self.rate_full = float(rates.sum())
-        self.cumulative = np.cumsum(rates) / self.rate_full if self.rate_full > 0 else rates
+        self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.job = self.env.process(self._job())
         self.failure_process = self.env.process(self._failures()) if self.rate_full > 0 else None
 
@@ -198,8 +154,7 @@ class _Run:
                 yield self.env.timeout(self.rng.exponential(1.0 / (self.rate_full * active)))
             except simpy.Interrupt:
                 continue                        # the job's size changed: redraw (memoryless)
-            index = int(np.searchsorted(self.cumulative, self.rng.random(), side="right"))
-            component = self.spec.profile.components[min(index, len(self.cumulative) - 1)]
+            component = drawn_component(self.spec.profile, self.cumulative, self.rng.random())
             if self.phase == REPAIR_WAIT and self.resumed is not None:
                 try:
                     yield self.resumed          # idle nodes' failures interrupt nothing: sleep (memoryless)
@@ -212,10 +167,10 @@ class _Run:
         spec, env = self.spec, self.env
         durable = 0                              # iterations safe in a checkpoint
         while durable < spec.iterations:
-            interrupted, durable = yield from self._train(durable)
-            if interrupted is None:
+            failed, durable = yield from self._train(durable)
+            if failed is None:
                 break
-            component = interrupted
+            component = failed
             while component is not None:
                 if self.out.interruptions >= spec.max_interruptions:
                     self.out.finished, self.out.stopped_by = False, "interruptions"
@@ -226,43 +181,27 @@ class _Run:
 
     def _train(self, start_iter: int):
         """Train from a durable checkpoint to the end; returns (failed component or None, durable iterations)."""
-        spec, env, ck = self.spec, self.env, self.spec.checkpoint
+        spec, env = self.spec, self.env
         step = self._step_s()
         every = spec.interval_iterations
-        train_s = every * step
-        if ck.asynchronous:
-            ckpt_s = ck.stall_s + max(0.0, ck.write_s - train_s)
-            lag = ck.write_s
-        else:
-            ckpt_s, lag = ck.write_s, 0.0
-        cycle = train_s + ckpt_s
+        cycle = checkpoint_cycle(every, step, spec.checkpoint)
         remaining = spec.iterations - start_iter
-        n_ckpt = max(0, math.ceil(remaining / every) - 1)
-        duration = remaining * step + n_ckpt * ckpt_s
+        n_ckpt = checkpoints_before_end(remaining, every)
+        duration = remaining * step + n_ckpt * cycle.checkpoint_s
         t0 = env.now
         self.phase = TRAIN
         try:
             yield env.timeout(duration)
         except simpy.Interrupt as failure:
-            elapsed = env.now - t0
-            n = min(n_ckpt, int(elapsed // cycle))
-            r = elapsed - n * cycle
-            if n >= n_ckpt or r < train_s:
-                live_s = n * train_s + r      # training time done in the block
-                in_ckpt = False
-            else:
-                live_s = (n + 1) * train_s
-                in_ckpt = True
-            saved = min(n_ckpt, int((elapsed - lag) // cycle)) if elapsed >= lag else 0
-            durable = start_iter + saved * every
-            self.out.lost_work_s += live_s - saved * train_s
-            self.out.checkpoints += saved
-            self.out.checkpoint_s += n * ckpt_s + (r - train_s if in_ckpt else 0.0)
-            self._blocks_done(t0, env.now, train_s, ckpt_s, n + (1 if in_ckpt else 0), lag, saved)
-            return failure.cause, durable
+            cut = interrupted(env.now - t0, cycle, n_ckpt)
+            self.out.lost_work_s += cut.lost_s(cycle)
+            self.out.checkpoints += cut.saved
+            self.out.checkpoint_s += cut.checkpoint_s
+            self._blocks_done(t0, env.now, cycle, cut.cycles + (1 if cut.in_checkpoint else 0), cut.saved)
+            return failure.cause, start_iter + cut.saved * every if cut.saved else start_iter
         self.out.checkpoints += n_ckpt
-        self.out.checkpoint_s += n_ckpt * ckpt_s
-        self._blocks_done(t0, env.now, train_s, ckpt_s, n_ckpt, lag, n_ckpt)
+        self.out.checkpoint_s += n_ckpt * cycle.checkpoint_s
+        self._blocks_done(t0, env.now, cycle, n_ckpt, n_ckpt)
         return None, spec.iterations
 
     def _recover(self, component):
@@ -302,7 +241,7 @@ class _Run:
             self.failure_process.interrupt()    # the job's size may have changed: new failure rate
         self.phase = RESTART
         self._event(env.now, "restart")
-        return (yield from self._restarting(spec.relaunch_s + spec.checkpoint.read_s))
+        return (yield from self._restarting(requeue_s(spec.relaunch_s, spec.checkpoint.read_s)))
 
     def _restarting(self, duration_s: float):
         """Spend ``duration_s`` restarting; a failure meanwhile cuts it short and is returned."""
@@ -317,10 +256,9 @@ class _Run:
         out.restart_s += env.now - start
         return cause
 
-    def _blocks_done(self, t0: float, t1: float, train_s: float, ckpt_s: float, cycles: int, lag: float,
-                     saved: int) -> None:
+    def _blocks_done(self, t0: float, t1: float, cycle: CheckpointCycle, cycles: int, saved: int) -> None:
         if self.record:
-            self.blocks.append(_Block(t0, t1, train_s, ckpt_s, cycles, lag))
+            self.blocks.append(_Block(t0, t1, cycle.train_s, cycle.checkpoint_s, cycles, cycle.durable_lag_s))
             self.out.segments.append((len(self.blocks) - 1, saved))
 
     def timeline(self) -> None:
@@ -409,9 +347,9 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
     """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
     checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
-    profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
-    cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous, frozen)
-    mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
+    profile = policy_profile(failures)
+    cost, every = checkpoint_plan(checkpoint, params, precision, frozen, cluster, nodes_used, gpus_used, step_s,
+                                  profile)
     return JobSpec(
         iterations=max(1, math.ceil(tokens / tokens_per_step)),
         step_s=step_s,
@@ -420,7 +358,7 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
         data_parallel=data_parallel,
         spare_nodes=cluster.nodes - nodes_used,       # held-back spares and idle nodes alike
         checkpoint=cost,
-        interval_iterations=interval_iterations(checkpoint.interval_s, step_s, cost, mtbf_s),
+        interval_iterations=every,
         detection_s=failures.detection_s,
         relaunch_s=failures.relaunch_s,
         repair_mean_s=failures.repair_mean_s,
@@ -470,7 +408,7 @@ class FailureSummary:
     min_data_parallel: int
     by_component: dict[str, float]
     checkpoint_interval_s: float
-    checkpoint_interval_iterations: int
+    checkpoint_interval_iterations: int | None   # None: no checkpoints (no failures)
     checkpoint_bytes: float
     checkpoint_write_s: float
     checkpoint_read_s: float

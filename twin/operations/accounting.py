@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.operations.cluster import ClusterRun
+from twin.operations.records import ClusterRun
 from twin.power.cost import rental_cost_eur
 from twin.power.country import carbon_intensity, electricity_price, site_and_compared
 from twin.power.hourly import CarbonClock, HourlyShape, flat_shape

@@ -24,18 +24,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from twin.engine.stage_costs import StepCosts
-from twin.engine.storage import CheckpointPolicy
+from twin.jobs.checkpoint import CheckpointPolicy
 from twin.network.collectives import CommModel
 from twin.workload.placement import Placement
 from twin.workload.plan import ParallelPlan
 
+class PricedStep(Protocol):
+    """A training step priced by the training engine (its ``StepBreakdown``); the cluster reads its time and
+    hands it on whole to the power model."""
+
+    @property
+    def step_s(self) -> float: ...
+
+
 @dataclass(frozen=True)
 class Shape:
-    """A template compiled for a job size: its plan, and its step's costs wherever its groups land."""
+    """A template compiled for a job size: its plan, and its step priced wherever its groups land (``step``:
+    the training engine's iteration on a communication model and placement, given by the API)."""
     template: str
     gpus: int                        # GPUs the job asks for
     plan: ParallelPlan               # resolved over those GPUs (it may leave some idle)
@@ -46,7 +55,7 @@ class Shape:
     checkpoint: CheckpointPolicy
     memory_bytes: float              # per GPU
     memory_fits: bool
-    costs: Callable[[CommModel, Placement], StepCosts]
+    step: Callable[[CommModel, Placement], PricedStep]
 
     @property
     def key(self) -> tuple[str, int]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.operations.cluster import FINISHED, ClusterRun, JobOutcome
+from twin.operations.records import FINISHED, ClusterRun, JobOutcome
 from twin.units import SECONDS_PER_HOUR
 
 # Bins of the reported timeline, at most: a month in hours is 720.

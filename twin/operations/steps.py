@@ -40,14 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.calibration import Efficiency
-from twin.engine.iteration import simulate_iteration
-from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric
 from twin.network.flows import max_min_rates
-from twin.operations.jobs import Shape
+from twin.operations.jobs import PricedStep, Shape
 from twin.workload.placement import place
 
 # Inverse shares 1/g at which a class is priced; beyond the last, extrapolated linearly.
@@ -108,7 +106,7 @@ class StepTimes:
                 key = (int(owner), "pod", 0, direction)
             self._pool_key[rid] = key
             self._pool_id[key] = rid
-        self._priced: dict[tuple, StepBreakdown] = {}
+        self._priced: dict[tuple, PricedStep] = {}
         self._canonical: dict[tuple, _Canonical | None] = {}
 
     # -- classes -------------------------------------------------------------------------
@@ -137,7 +135,7 @@ class StepTimes:
         return tuple(int(n) for i, c in enumerate(cls) for n in self.su_nodes[i][:c])
 
     # -- pricing -------------------------------------------------------------------------
-    def priced(self, shape: Shape, cls: tuple[int, ...], inverse_share: int = 1) -> StepBreakdown:
+    def priced(self, shape: Shape, cls: tuple[int, ...], inverse_share: int = 1) -> PricedStep:
         """The step of ``shape`` on class ``cls`` with every pool it crosses at ``1/inverse_share`` of its rate."""
         key = (shape.key, cls, inverse_share)
         found = self._priced.get(key)
@@ -151,7 +149,7 @@ class StepTimes:
                 fabric = fabric.scaled_pools(canon.nic_rate_Bps / canon.pool_rate_Bps / inverse_share
                                              if canon.nic_rate_Bps < canon.pool_rate_Bps else 1.0 / inverse_share)
             comm = CommModel.on_fabric(fabric, self.cluster, self.efficiency, placement)
-            found = simulate_iteration(shape.costs(comm, placement), shape.plan).breakdown
+            found = shape.step(comm, placement)
             self._priced[key] = found
         return found
 

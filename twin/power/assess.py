@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.model import Segment
 from twin.network.collectives import FabricSummary
 from twin.power.capping import clock_factor
 from twin.power.cost import CountryFigures, CountryRates, country_figures, country_rates, rental_cost_eur

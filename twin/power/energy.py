@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.engine.job import Segment
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
+from twin.jobs.model import Segment
 from twin.power.devices import GPUPower, NodePower, node_power
 from twin.units import JOULES_PER_KWH, SECONDS_PER_HOUR
 

@@ -15,7 +15,11 @@ device-hour, 0 to remove one); ``failures.rate_scale`` then multiplies every rat
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
@@ -58,6 +62,13 @@ class FailureProfile:
         return tuple(c.rate_per_device_hour * (gpus if c.per == "gpu" else nodes) / SECONDS_PER_HOUR
                      for c in self.components)
 
+    def shares(self, gpus: int, nodes: int) -> tuple[float, np.ndarray]:
+        """(summed failure rate per second, each component's cumulative share of it) for ``gpus`` GPUs on
+        ``nodes`` nodes: what a failure's time and component are drawn from (``drawn_component``)."""
+        rates = np.array(self.job_rates_per_s(gpus, nodes))
+        total = float(rates.sum())
+        return total, (np.cumsum(rates) / total if total > 0 else rates)
+
     def mtbf_s(self, gpus: int, nodes: int) -> float:
         """Mean time between failures of the job (inf without failures)."""
         total = sum(self.job_rates_per_s(gpus, nodes))
@@ -87,3 +98,15 @@ def failure_profile(name: str, rate_scale: float = 1.0, custom_rates: dict[str, 
     components = [Component(c.name, c.kind, c.per, c.rate_per_device_hour * rate_scale, c.replace)
                   for c in components]
     return FailureProfile(name, row["description"], row["source"], tuple(components))
+
+
+def policy_profile(policy: FailurePolicy) -> FailureProfile:
+    """The profile a failure policy names, with its scale and custom rates applied."""
+    return failure_profile(policy.profile, policy.rate_scale, dict(policy.custom_rates))
+
+
+def drawn_component(profile: FailureProfile, cumulative: Sequence[float], u: float) -> Component:
+    """The component a failure belongs to, for a uniform draw ``u`` in [0, 1): the first whose cumulative
+    share of the summed rate (``cumulative``, ending at 1) exceeds ``u``."""
+    index = bisect.bisect_right(cumulative, u)
+    return profile.components[min(index, len(cumulative) - 1)]
