@@ -216,3 +216,26 @@ def test_long_runs_fold_checkpoints_into_train_segments():
     assert sum(s.checkpoints for s in train) > 2000                 # too many to list one by one
     assert sum(s.checkpoint_s for s in train) == pytest.approx(r.failures.checkpoint_s.p50)
     assert not [s for s in r.segments if s.phase == "checkpoint"]
+
+
+@pytest.mark.parametrize("variant", [
+    {}, {"spares": 1}, {"spares": 0}, {"spares": 0, "shrink": True}, {"spares": 2, "shrink": True, "repair_s": 7.2e5},
+    {"spares": 0, "restart_s": 7200.0}, {"interval": 1800.0}, {"days": 20.0},
+], ids=["spares", "one-spare", "no-spare", "shrink", "shrink-slow-repair", "slow-restart", "interval", "short"])
+def test_the_event_loop_plays_the_simpy_reference_sample_for_sample(variant):
+    """The Monte Carlo's loop (engine/job_loop.py) and the SimPy processes give the same sample, field for field,
+    to the last digit, from the same generator: failures, replacements, waits for repair, shrinking, restarts
+    cut short, asynchronous and fixed intervals, a horizon and the bound on failures."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_loop import play_job
+
+    base = spec_16k(**variant)
+    specs = [base, replace(base, checkpoint=replace(base.checkpoint, asynchronous=True, stall_s=5.0)),
+             replace(base, horizon_s=base.ideal_s * 1.01), replace(base, max_interruptions=40)]
+    for spec in specs:
+        for seed in range(3):
+            reference = simulate_job(spec, np.random.default_rng(seed))
+            played = JobSample(min_data_parallel=spec.data_parallel)
+            play_job(spec, np.random.default_rng(seed), played)
+            reference.segments = reference.events = []
+            assert played == reference

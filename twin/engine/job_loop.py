@@ -1,0 +1,179 @@
+"""Level 3 without SimPy: one sample of the job as a plain event loop, for the Monte Carlo's many samples.
+
+The job engine's SimPy processes (``engine/job.py``) are the reference and draw the timeline of the sample
+a result shows. A Monte Carlo of a hundred samples with hundreds of failures each spends most of its time in
+SimPy's event machinery, so the samples are played here by a loop that jumps from event to event with the
+same rules (``twin/jobs/rules.py``) and the same random draws in the same order, and gives the same sample to
+the last digit for a given generator (``tests/test_job.py`` compares them).
+
+Two clocks run side by side, as the two SimPy processes do. The job trains, restarts or waits for a repaired
+node; the failures of its devices come as one Poisson process, each drawn (its component, then the next
+interval) when it fires. The order of the draws is the reference's:
+
+- a failure of a job that trains or restarts draws its component, then the next interval, then the job
+  draws the repair time of a node that must be replaced;
+- a failure while the job waits for a repaired node interrupts nothing: its component is drawn and the
+  failures sleep until the wait ends;
+- after such a sleep, and when a job that may shrink has refilled (a new failure rate), the next interval
+  is drawn when the job next waits, with its size at that moment.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from twin.jobs.failures import Component, drawn_component
+from twin.jobs.rules import checkpoint_cycle, checkpoints_before_end, interrupted, requeue_s
+
+
+class _Horizon(Exception):
+    """The sample reached the simulation's wall-time horizon."""
+
+
+class _Sample:
+    """One sample's clocks and counters (the fields of ``JobSample``)."""
+
+    def __init__(self, spec, rng: np.random.Generator, out):
+        self.spec, self.rng, self.out = spec, rng, out
+        self.t = 0.0
+        self.spares = spec.spare_nodes
+        self.missing = 0                        # nodes the job runs without
+        self.repairs: list[float] = []          # return times of nodes in repair (heap)
+        self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
+        self.next_failure_s = math.inf          # the failures' clock: when the next one fires
+        self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
+
+    # -- the failures' clock --------------------------------------------------------------------
+    def _draw_interval(self) -> None:
+        if self.redraw:
+            active = (self.spec.nodes - self.missing) / self.spec.nodes
+            self.next_failure_s = self.t + self.rng.exponential(1.0 / (self.rate_full * active))
+            self.redraw = False
+
+    def _fire(self) -> Component:
+        """A failure now, of a job that trains or restarts: its component, then the next interval."""
+        component = drawn_component(self.spec.profile, self.cumulative, self.rng.random())
+        self.redraw = True
+        self._draw_interval()
+        return component
+
+    def _until(self, end_s: float) -> Component | None:
+        """Advance to ``end_s`` unless a failure comes first: then to it, and return its component."""
+        self._draw_interval()
+        if self.next_failure_s < end_s:
+            if self.next_failure_s > self.spec.horizon_s:
+                raise _Horizon
+            self.t = self.next_failure_s
+            return self._fire()
+        if end_s > self.spec.horizon_s:
+            raise _Horizon
+        self.t = end_s
+        return None
+
+    def _wait_for_repair(self, end_s: float) -> None:
+        """Wait until ``end_s``: failures meanwhile interrupt nothing; the first puts the failures to sleep."""
+        self._draw_interval()
+        if self.next_failure_s < end_s:
+            if self.next_failure_s > self.spec.horizon_s:
+                raise _Horizon
+            self.rng.random()                   # its component, drawn and set aside
+            self.next_failure_s, self.redraw = math.inf, True
+        if end_s > self.spec.horizon_s:
+            raise _Horizon
+        self.t = end_s
+
+    # -- the job ------------------------------------------------------------------------------
+    def _returns(self) -> None:
+        while self.repairs and self.repairs[0] <= self.t:
+            heapq.heappop(self.repairs)
+            self.spares += 1
+
+    def _data_parallel(self) -> int:
+        return max(1, self.spec.data_parallel - self.missing)
+
+    def _train(self, start_iter: int) -> tuple[Component | None, int]:
+        """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
+        spec, out = self.spec, self.out
+        step = spec.step_s * spec.data_parallel / self._data_parallel()
+        every = spec.interval_iterations
+        cycle = checkpoint_cycle(every, step, spec.checkpoint)
+        remaining = spec.iterations - start_iter
+        n_ckpt = checkpoints_before_end(remaining, every)
+        t0 = self.t
+        failed = self._until(t0 + (remaining * step + n_ckpt * cycle.checkpoint_s))
+        if failed is None:
+            out.checkpoints += n_ckpt
+            out.checkpoint_s += n_ckpt * cycle.checkpoint_s
+            return None, spec.iterations
+        cut = interrupted(self.t - t0, cycle, n_ckpt)
+        out.lost_work_s += cut.lost_s(cycle)
+        out.checkpoints += cut.saved
+        out.checkpoint_s += cut.checkpoint_s
+        return failed, start_iter + cut.saved * every if cut.saved else start_iter
+
+    def _restarting(self, duration_s: float) -> Component | None:
+        start = self.t
+        again = self._until(start + duration_s)
+        self.out.restart_s += self.t - start
+        return again
+
+    def _refill(self) -> None:
+        """Take spare nodes for the missing ones; wait for repaired nodes when there are none."""
+        spec, out = self.spec, self.out
+        self._returns()
+        while self.missing > 0:
+            self._returns()
+            if self.spares > 0:
+                self.spares -= 1
+                self.missing -= 1
+                out.spares_used += 1
+                continue
+            if spec.allow_shrink and self._data_parallel() > 1:
+                break
+            t_wait = self.t
+            self._wait_for_repair(self.t + (self.repairs[0] - self.t))
+            out.repair_wait_s += self.t - t_wait
+
+    def _recover(self, component: Component) -> Component | None:
+        """One failure: replace or repair, wait if it must, restart. Returns a failure meanwhile, or None."""
+        spec, out = self.spec, self.out
+        out.interruptions += 1
+        out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
+        self._returns()
+        if component.replace:
+            heapq.heappush(self.repairs, self.t + self.rng.exponential(spec.repair_mean_s))
+            self.missing += 1
+        again = self._restarting(spec.detection_s)
+        if again is not None:
+            return again
+        self._refill()
+        out.min_data_parallel = min(out.min_data_parallel, self._data_parallel())
+        if spec.allow_shrink and self.rate_full > 0:
+            self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
+        return self._restarting(requeue_s(spec.relaunch_s, spec.checkpoint.read_s))
+
+    def play(self) -> None:
+        spec, out = self.spec, self.out
+        durable = 0
+        while durable < spec.iterations:
+            failed, durable = self._train(durable)
+            while failed is not None:
+                if out.interruptions >= spec.max_interruptions:
+                    out.finished, out.stopped_by, out.wall_s = False, "interruptions", self.t
+                    return
+                failed = self._recover(failed)
+            if failed is None and durable >= spec.iterations:
+                break
+        out.wall_s = self.t
+
+
+def play_job(spec, rng: np.random.Generator, out) -> None:
+    """Play one sample of ``spec`` (a ``JobSpec``) into ``out`` (a fresh ``JobSample``)."""
+    sample = _Sample(spec, rng, out)
+    try:
+        sample.play()
+    except _Horizon:
+        out.finished, out.stopped_by, out.wall_s = False, "horizon", spec.horizon_s
