@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from twin.errors import InfeasibleError
 from twin.hardware.specs import ClusterSpec
+from twin.options import RankOrder, Recompute, Schedule
 from twin.workload.model import ModelSpec
 
 
@@ -26,13 +27,13 @@ class PlanRequest:
     expert: int = 1
     microbatch: int = 1
     virtual_stages: int = 1
-    schedule: str = "1f1b"                # gpipe | 1f1b | interleaved
+    schedule: Schedule = "1f1b"
     sequence_parallel: bool = True
-    recompute: str = "selective"          # none | selective | full
+    recompute: Recompute = "selective"
     zero: int = 1
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
-    order: str = "tp-dp-pp"               # rank order, fastest-varying first
+    order: RankOrder = "tp-dp-pp"         # rank order, fastest-varying first
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,9 @@ class ParallelPlan:
     expert: int
     microbatch: int
     virtual_stages: int
-    schedule: str                 # gpipe | 1f1b | interleaved
+    schedule: Schedule
     sequence_parallel: bool       # effective: False when tensor == 1
-    recompute: str                # none | selective | full
+    recompute: Recompute
     zero: int
     overlap_grad_reduce: bool     # gradient reduction in buckets during the last backward
     overlap_param_gather: bool    # ZeRO-1/2 parameter all-gather under the next step's forward
