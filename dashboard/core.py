@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
-from twin.api import (PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS, Scenario, capacity, catalog_names, decode,
-                      parse_scenario, simulate, with_overrides)
+from twin.api import (PRECISIONS, SCHEDULES, SERVING_PRECISIONS, Scenario, capacity, catalog_names, decode, parse_scenario,
+                      simulate, with_overrides)
+from twin.api import RECOMPUTES as RECOMPUTE
 from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
 from twin.units import SECONDS_PER_MINUTE

@@ -271,7 +271,7 @@ def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
                 v["microbatch"] = integer("Micro-batch [sequences]", "microbatch", 1)
                 v["global_batch"] = integer("Global batch [sequences]", "global_batch", 1)
                 v["schedule"] = select("Pipeline schedule", "schedule", list(core.SCHEDULES))
-                v["recompute"] = select("Activation recomputation", "recompute", list(core.RECOMPUTES))
+                v["recompute"] = select("Activation recomputation", "recompute", list(core.RECOMPUTE))
                 v["zero"] = select("ZeRO stage", "zero", [0, 1, 2, 3])
             else:
                 v["precision"] = select("Precision", "precision", list(core.SERVING_PRECISIONS),

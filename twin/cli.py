@@ -11,7 +11,6 @@ import sys
 
 from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
-from twin.options import FIT_RANKINGS, OBJECTIVES
 from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
 
@@ -241,7 +240,7 @@ def parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="search parallel plans (and cluster options) for a training scenario")
     pl.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
-    pl.add_argument("--objective", choices=OBJECTIVES, default="time",
+    pl.add_argument("--objective", choices=["time", "cost", "carbon", "energy"], default="time",
                     help="what to minimise (default: time to train)")
     pl.add_argument("--top", type=int, default=10, metavar="N", help="list the N best plans (default 10)")
     pl.add_argument("--constraint", action="append", metavar="NAME=LIMIT",
@@ -271,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="which node types, GPU counts and fine-tuning methods fit a scenario's job, ranked")
     fit.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
     fit.add_argument("--json", action="store_true", help="print the ranking as JSON, nothing else")
-    fit.add_argument("--by", choices=FIT_RANKINGS, default="time", help="rank by time to train (default) or cost")
+    fit.add_argument("--by", choices=["time", "cost"], default="time", help="rank by time to train (default) or cost")
     fit.add_argument("--max-gpus", type=int, metavar="N",
                      help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
     fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")

@@ -228,25 +228,9 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
     points = list(space.points()) if space is not None else []
     options = [(p.values, with_overrides(data, p.values)) for p in points] or [({}, data)]
 
-    tally, kept, errors = _Tally(), [], []
-    start = time.perf_counter()
-    for values, option_data in options:
-        try:
-            scenario = parse_scenario(option_data, source)
-            if scenario.training is None:
-                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has "
-                                    "none")
-            prepared = prepare(scenario)
-        except ScenarioError as exc:
-            if not values:
-                raise
-            errors.append(f"{_label(values)}: {exc}")
-            continue
-        kept += _closed_form_pass(prepared, values, bounds, tally, max_plans)
+    tally, start = _Tally(), time.perf_counter()
+    kept, errors = _search_options(options, source, bounds, tally, max_plans)
     seconds = time.perf_counter() - start
-    if not kept and errors and len(errors) == len(options):
-        raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
-
     valued = [p for p in kept if objective_of(p.estimate, objective) is not None]
     if kept and not valued:
         raise ScenarioError("--objective", f"{objective} needs a price: the site has no electricity price; set "
@@ -268,6 +252,30 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
         plans_equivalent=tally.equivalent, plans_evaluated=tally.evaluated, plans_rejected=tally.rejected,
         exhaustive=tally.exhaustive, seconds=seconds, refined=len(valued[:count]), plans=tuple(best),
         baseline=baseline, notes=tuple(notes))
+
+
+def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source: str, bounds: list[Constraint],
+                    tally: _Tally, max_plans: int) -> tuple[list[RankedPlan], list[str]]:
+    """The plans of every cluster option (its varied values, its scenario data) that meet the constraints in
+    closed form, and the options that are no valid scenario, one line each."""
+    kept: list[RankedPlan] = []
+    errors: list[str] = []
+    for values, option_data in options:
+        try:
+            scenario = parse_scenario(option_data, source)
+            if scenario.training is None:
+                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has "
+                                    "none")
+            prepared = prepare(scenario)
+        except ScenarioError as exc:
+            if not values:
+                raise
+            errors.append(f"{_label(values)}: {exc}")
+            continue
+        kept += _closed_form_pass(prepared, values, bounds, tally, max_plans)
+    if not kept and errors and len(errors) == len(options):
+        raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
+    return kept, errors
 
 
 def _played(data: dict[str, Any], plan: RankedPlan, source: str) -> RankedPlan:
@@ -396,7 +404,8 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
 
 
-def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None, nodes: list[str] | None = None) -> FitReport:
+def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None,
+        nodes: list[str] | None = None) -> FitReport:
     """``python -m twin fit``: the scenario's job on every node type and GPU count, method and storage,
     up to ``max_gpus`` (default: 8, or the scenario's cluster when larger)."""
     if scenario.training is None:
