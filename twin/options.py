@@ -71,11 +71,10 @@ Accounting = Literal["full", "gpu-tdp"]
 SchedulerPolicy = Literal["fifo", "backfill", "priority"]
 Placement = Literal["topology", "first-fit"]
 
-# -- studies (python -m twin plan, fit, sweep) -----------------------------------------------
+# -- studies (python -m twin plan, fit) -----------------------------------------------------
 Objective = Literal["time", "cost", "carbon", "energy"]
 FitRanking = Literal["time", "cost"]
 ConstraintName = Literal["deadline", "power", "energy", "cost", "carbon"]
-SpaceMode = Literal["grid", "zip"]
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
@@ -105,7 +104,6 @@ PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 FIT_RANKINGS: tuple[FitRanking, ...] = get_args(FitRanking)
 CONSTRAINT_NAMES: tuple[ConstraintName, ...] = get_args(ConstraintName)
-SPACE_MODES: tuple[SpaceMode, ...] = get_args(SpaceMode)
 
 
 def recompute_levels(attention: AttentionKernel | None) -> tuple[Recompute, ...]:
