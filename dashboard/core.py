@@ -17,14 +17,12 @@ from typing import Any
 
 import yaml
 
-from twin.api import Scenario, capacity, catalog_names, decode, parse_scenario, simulate, with_overrides
+from twin.api import (PRECISIONS, SCHEDULES, SERVING_PRECISIONS, Scenario, capacity, catalog_names, decode, parse_scenario,
+                      simulate, with_overrides)
+from twin.api import RECOMPUTES as RECOMPUTE
 from twin.api import parse_yaml as scenario_yaml
 from twin.errors import ScenarioError, TwinError
 from twin.units import SECONDS_PER_MINUTE
-
-PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
-RECOMPUTE = ("none", "selective", "full")
 
 
 def scenario_dir() -> Path:
@@ -114,7 +112,6 @@ _KNOB_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 # Knobs a serving scenario has (the rest stay at their value and are not shown).
 SERVING_KNOBS = ("node", "nodes", "tensor", "pipeline", "precision", "country", "pue", "gpu_power_cap_w")
-SERVING_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
 
 
 def knobs_from(scenario: Scenario) -> Knobs:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from dashboard.core import parse_yaml, to_yaml
+from twin.api import METHODS, WEIGHT_STORAGES
 
-METHODS = ("full", "lora", "qlora")
 DEFAULT = "as the precision"        # the weights key left out: 16 bits (fp32 for fp32 training)
-WEIGHTS = {"full": (DEFAULT, "fp8"), "lora": (DEFAULT, "bf16", "fp8", "int8", "nf4"), "qlora": ("nf4",)}
+WEIGHTS = {"full": (DEFAULT, "fp8"), "lora": (DEFAULT, *WEIGHT_STORAGES), "qlora": ("nf4",)}
 
 
 def current(text: str, source: str) -> tuple[str, str]:

@@ -3,7 +3,8 @@
 import pytest
 
 from twin.errors import ScenarioError
-from twin.units import JOULES_PER_KWH, fmt_amount, fmt_bytes, fmt_count, parse_price_per_kwh, parse_quantity
+from twin.units import (JOULES_PER_KWH, fmt_amount, fmt_bytes, fmt_count, parse_energy_kwh, parse_mass_kg,
+                        parse_money_eur, parse_price_per_kwh, parse_quantity)
 
 
 @pytest.mark.parametrize("text, expected_Bps", [
@@ -95,3 +96,31 @@ def test_fmt_count_reads_back_as_the_scenario_writes_it(value, text):
                                         (512, "512 GPU·h"), (3.2e12, "3.2 T GPU·h")])
 def test_fmt_amount_sets_the_prefix_apart_and_rounds_up_to_the_next_one(value, text):
     assert fmt_amount(value, "GPU·h") == text
+
+
+@pytest.mark.parametrize("text, euros", [
+    ("2M EUR", 2e6), ("1e5 EUR", 1e5), ("500k€", 5e5), ("500000", 5e5), ("1.5B", 1.5e9), (" 250 K EUR ", 2.5e5),
+])
+def test_money_in_euros(text, euros):
+    assert parse_money_eur(text, "f") == pytest.approx(euros)
+
+
+@pytest.mark.parametrize("text, kg", [("500t", 5e5), ("20000 kg", 2e4), ("1.5 kt", 1.5e6), ("20t", 2e4)])
+def test_mass_in_kilograms(text, kg):
+    assert parse_mass_kg(text, "f") == pytest.approx(kg)
+
+
+@pytest.mark.parametrize("text, kwh", [("5 MWh", 5e3), ("5GWh", 5e6), ("10 kWh", 10.0), ("3.6 MJ", 1.0)])
+def test_energy_in_kwh(text, kwh):
+    assert parse_energy_kwh(text, "f") == pytest.approx(kwh)
+
+
+@pytest.mark.parametrize("parse, value", [
+    (parse_money_eur, "5 USD"), (parse_money_eur, "-5 EUR"), (parse_money_eur, "1e999 EUR"), (parse_money_eur, True),
+    (parse_mass_kg, "500"), (parse_mass_kg, "5 lb"), (parse_mass_kg, "-5t"), (parse_mass_kg, "1e999 t"),
+    (parse_mass_kg, 500), (parse_energy_kwh, "5 MW"), (parse_energy_kwh, 5),
+])
+def test_bad_money_mass_and_energy_name_the_field(parse, value):
+    with pytest.raises(ScenarioError) as caught:
+        parse(value, "--constraint")
+    assert str(caught.value).startswith("--constraint: ") and "\n" not in str(caught.value)

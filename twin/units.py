@@ -12,6 +12,7 @@ million, billion (10^9) and trillion (10^12), as in "2T tokens".
 
 from __future__ import annotations
 
+import math
 import re
 
 from twin.errors import ScenarioError
@@ -122,6 +123,38 @@ def parse_price_per_gpu_hour(value: object, field: str) -> tuple[float, str]:
     if not match:
         raise ScenarioError(field, f"'{value}' is not a price per GPU-hour (write e.g. '2.50 USD/GPU-h')")
     return float(match.group(1)), match.group(2).upper()
+
+
+# Amounts of money and masses: an unsigned number, a prefix, a unit.
+_AMOUNT = r"([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)"
+_MONEY = re.compile(rf"^\s*{_AMOUNT}\s*([kKMB]?)\s*(EUR|€)?\s*$")
+_MONEY_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9}
+_MASS = re.compile(rf"^\s*{_AMOUNT}\s*(kg|t|kt)\s*$")
+_MASS_KG = {"kg": 1.0, "t": 1e3, "kt": 1e6}          # t: the metric tonne
+
+
+def parse_money_eur(value: object, field: str) -> float:
+    """An amount in euros: '2M EUR' → 2e6, '1e5 EUR' → 1e5, '500k€' → 5e5, '500000' → 5e5 (k, M, B:
+    thousand, million, billion; the currency, when written, is EUR, the twin's currency of account)."""
+    match = _MONEY.match(str(value)) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+    amount = float(match.group(1)) * _MONEY_PREFIX[match.group(2)] if match else math.inf
+    if not math.isfinite(amount):
+        raise ScenarioError(field, f"'{value}' is not an amount in euros (write e.g. '2M EUR' or '500000')")
+    return amount
+
+
+def parse_mass_kg(value: object, field: str) -> float:
+    """A mass in kilograms: '500t' → 5e5, '20000 kg' → 2e4, '1.5 kt' → 1.5e6 (a unit is required)."""
+    match = _MASS.match(value) if isinstance(value, str) else None
+    mass = float(match.group(1)) * _MASS_KG[match.group(2)] if match else math.inf
+    if not math.isfinite(mass):
+        raise ScenarioError(field, f"'{value}' is not a mass (write e.g. '500t' or '20000 kg')")
+    return mass
+
+
+def parse_energy_kwh(value: object, field: str) -> float:
+    """An energy in kWh, as the twin reports energy: '5 GWh' → 5e6, '10 kWh' → 10, '3.6 MJ' → 1."""
+    return parse_quantity(value, "energy", field) / JOULES_PER_KWH
 
 
 def fmt_bytes(n_bytes: float) -> str:

@@ -26,6 +26,8 @@ from twin.api.training import (
     step_of,
 )
 from twin.network.collectives import CommModel, FabricSummary
+from twin.options import (METHODS, OBJECTIVES, PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS,
+                          WEIGHT_STORAGES)
 from twin.results import CapacityResult, OperationsResult, Result, ServingResult
 from twin.scenario import (
     Scenario,
@@ -44,7 +46,9 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "prepare", "estimate", "plan_memory", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
-           "check_key"]
+           "check_key",
+           # the option tuples callers offer as choices (defined once in twin.options)
+           "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 
 
 def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult | OperationsResult:

@@ -8,12 +8,14 @@ YAML schema.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from twin.engine.stack import StackProfile, stack_profile
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
 from twin.jobs.checkpoint import CheckpointPolicy
 from twin.jobs.failures import FailurePolicy
+from twin.options import KVPrecision, ServingPrecision
 from twin.power.prices import gpu_hour_price
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
@@ -170,7 +172,7 @@ def engine_of(e: Engine) -> EngineSpec:
                       block_tokens=e.block_tokens, kv_memory_fraction=e.kv_memory_fraction)
 
 
-def kv_precision_of(kv_cache: str, precision: str) -> str:
+def kv_precision_of(kv_cache: KVPrecision | Literal["auto"], precision: ServingPrecision) -> KVPrecision:
     """``auto``: the weights' precision, or bf16 under int4 weight-only quantisation."""
     if kv_cache != "auto":
         return kv_cache

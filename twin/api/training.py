@@ -27,6 +27,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import checkpoint_bytes_per_param
 from twin.jobs.model import Segment
 from twin.network.collectives import CommModel
+from twin.options import PRECISIONS, Fp8Recipe
 from twin.power.assess import Facility, assess, assess_at, facility
 from twin.power.capping import power_cap_factor
 from twin.results import PlanEstimate, Result
@@ -37,9 +38,6 @@ from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
-
-PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
-
 
 @dataclass(frozen=True)
 class Built:
@@ -56,7 +54,7 @@ class Built:
     costs: StepCosts
     memory: MemoryBreakdown
     finetune: FinetuneSpec
-    fp8_recipe: str
+    fp8_recipe: Fp8Recipe
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class Section:
     stack: StackProfile
     ops: OperatorModel
     finetune: FinetuneSpec
-    fp8_recipe: str
+    fp8_recipe: Fp8Recipe
 
 
 def section_of(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Section:
@@ -99,7 +97,7 @@ class Compiled:
     ops: OperatorModel
     memory: MemoryBreakdown
     finetune: FinetuneSpec
-    fp8_recipe: str
+    fp8_recipe: Fp8Recipe
 
     def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
         """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""

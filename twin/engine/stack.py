@@ -18,27 +18,10 @@ from __future__ import annotations
 
 import typing
 from dataclasses import MISSING, dataclass, fields, replace
-from typing import Literal
 
 from twin import catalog
-
-AttentionKernel = Literal["flash", "flash2", "flash1", "triton", "standard"]
-KernelStyle = Literal["fused", "eager"]
-# Element type of the data-parallel gradient reduction: always fp32; the training
-# precision's 16 bits ("param"); or fp32 when the 16-bit type is bf16 (Megatron-LM).
-GradReduce = Literal["fp32", "param", "fp32-if-bf16"]
-# ZeRO-1 gradient collective: reduce-scatter, or an all-reduce of the whole gradient
-# (DeepSpeed's bf16 optimizer), or an all-reduce only when training in bf16.
-Zero1Reduce = Literal["reduce-scatter", "all-reduce", "all-reduce-if-bf16"]
-# ZeRO-3 parameter gathers: one collective per wrapped block (FSDP) or per parameter tensor (DeepSpeed).
-ShardedGather = Literal["per-block", "per-tensor"]
-# FSDP backward prefetch: the next block's gather is issued before ("pre") or after ("post")
-# the current block's gradient computation.
-BackwardPrefetch = Literal["pre", "post"]
-CrossEntropy = Literal["fused", "unfused"]
-# Pipeline sends: each tensor-parallel rank sends its 1/t slice and the receivers all-gather
-# (Megatron's scatter/gather), or every rank sends the whole activation.
-PipelineSends = Literal["scatter-gather", "full"]
+from twin.options import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
+                          ShardedGather, Zero1Reduce)
 
 # PyTorch FSDP defaults (torch.distributed.fsdp.FullyShardedDataParallel): backward_prefetch
 # BackwardPrefetch.BACKWARD_PRE; the next block's all-gather is issued while the current

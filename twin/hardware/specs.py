@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from twin import catalog
+from twin.options import Topology
 from twin.units import parse_quantity
 
 # When no idle power is measured for a GPU, idle = this fraction of TDP.
@@ -73,7 +74,7 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class FabricSpec:
-    topology: str
+    topology: Topology
     link_Bps: float                       # per NIC port, one direction
     nodes_per_su: int
     oversubscription: float

@@ -46,8 +46,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
-POLICIES = ("fifo", "backfill", "priority")
-PLACEMENTS = ("topology", "first-fit")
+from twin.options import PLACEMENTS, Placement, SchedulerPolicy
+from twin.options import SCHEDULER_POLICIES as POLICIES
 # SLURM's default_queue_depth: jobs a scheduling pass considers behind the head.
 DEFAULT_BACKFILL_DEPTH = 100
 # SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
@@ -57,8 +57,8 @@ DEFAULT_FAIR_SHARE_HALF_LIFE_S = 7 * 86400.0
 @dataclass(frozen=True)
 class Policy:
     """How the scheduler orders, fits and places jobs (``jobs.scheduler``)."""
-    name: str = "backfill"                       # fifo | backfill | priority
-    placement: str = "topology"                  # topology | first-fit
+    name: SchedulerPolicy = "backfill"
+    placement: Placement = "topology"
     depth: int = DEFAULT_BACKFILL_DEPTH
     shares: tuple[tuple[str, float], ...] = ()   # fair share per tenant (default: equal)
     half_life_s: float = DEFAULT_FAIR_SHARE_HALF_LIFE_S
@@ -398,7 +398,7 @@ class Partitions:
 
 
 def place_service(pool: Pool, parts: Partitions, devices: int, per_replica: int, profile: str | None,
-                  instances_per_gpu: int, placement: str) -> list[Slot] | None:
+                  instances_per_gpu: int, placement: Placement) -> list[Slot] | None:
     """Slots for ``devices`` devices (GPUs in replicas of ``per_replica``, or MIG instances), or None when they do
     not all fit. ``pool`` and ``parts`` are changed only when they do."""
     trial, split = pool.copy(), parts.copy()

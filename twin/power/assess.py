@@ -14,6 +14,7 @@ from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.model import Segment
 from twin.network.collectives import FabricSummary
+from twin.options import Accounting
 from twin.power.capping import clock_factor
 from twin.power.cost import CountryFigures, CountryRates, country_figures, country_rates, rental_cost_eur
 from twin.power.embodied import Embodied, embodied, embodied_spec
@@ -39,7 +40,7 @@ from twin.units import JOULES_PER_KWH
 @dataclass(frozen=True)
 class PowerAssessment:
     """Power, energy, carbon and cost of one run (``Result.power`` and the headline energy figures)."""
-    accounting: str                  # full | gpu-tdp
+    accounting: Accounting
     energy_it_kwh: float
     energy_facility_kwh: float
     avg_power_it_w: float

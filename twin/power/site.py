@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from twin.options import Accounting, EmbodiedMethod
+
 
 @dataclass(frozen=True)
 class EmbodiedRequest:
     """Which embodied-carbon figures to charge (``site.embodied``); None keeps the method's default."""
-    method: str = "bloom"                    # bloom | llmcarbon
+    method: EmbodiedMethod = "bloom"
     gpu_kg: float | None = None
     server_kg: float | None = None
     lifetime_years: float | None = None
@@ -24,5 +26,5 @@ class SiteSpec:
     electricity_price: tuple[float, str] | None = None   # (amount per kWh, currency), site only
     gpu_hour_price: tuple[float, str] | None = None      # (amount per GPU-hour, currency)
     gpu_hour_price_source: str | None = None             # where a price from the price table comes from
-    accounting: str = "full"                 # full | gpu-tdp (GPU-hours x TDP, as the LLaMA and BLOOM papers)
+    accounting: Accounting = "full"          # gpu-tdp: (GPU-hours x TDP, as the LLaMA and BLOOM papers)
     embodied: EmbodiedRequest | None = None  # None: embodied carbon not charged

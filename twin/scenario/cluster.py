@@ -1,7 +1,6 @@
 """``cluster:``: the nodes, their racks, the compute fabric and the storage system."""
 
-from typing import Literal
-
+from twin.options import Topology
 from twin.scenario.fields import Flag, Strict, number
 
 # Limits (docs/scenario.md, "Limits"): beyond them a value is a typing slip, not a cluster.
@@ -20,7 +19,7 @@ StorageCapacity = number("bytes", ge="1 GB", le="10 EB", why="from one disk to 1
 
 
 class Fabric(Strict):
-    topology: Literal["rail-optimized-fat-tree", "fat-tree", "single-switch"] = "rail-optimized-fat-tree"
+    topology: Topology = "rail-optimized-fat-tree"
     link: Link | None = None               # default: the node's compute NIC line rate
     nodes_per_su: NodesPerSU = 32
     oversubscription: Oversubscription = 1.0

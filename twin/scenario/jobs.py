@@ -7,11 +7,12 @@ with the same one-line messages.
 """
 
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Tag, model_validator
 
 from twin.errors import ScenarioError, did_you_mean
+from twin.options import Placement, SchedulerPolicy
 from twin.scenario.fields import Flag, Strict, name_text, number, shown
 from twin.scenario.serving import Serving
 from twin.scenario.training import Training
@@ -113,8 +114,8 @@ class Reservation(Strict):
 
 
 class Scheduler(Strict):
-    policy: Literal["fifo", "backfill", "priority"] = "backfill"
-    placement: Literal["topology", "first-fit"] = "topology"
+    policy: SchedulerPolicy = "backfill"
+    placement: Placement = "topology"
     depth: BackfillDepth = 100
     fair_share: dict[Name, Weight] = {}    # tenant → share (default: equal)
     half_life: HalfLife = 7 * 86400.0

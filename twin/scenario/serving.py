@@ -10,6 +10,7 @@ from typing import Literal, Union
 
 from pydantic import model_validator
 
+from twin.options import BatchScheduler, Distribution, KVPrecision, Offload, ServingPrecision
 from twin.scenario.fields import Flag, Strict, name_text, number
 from twin.scenario.training import Degree, ModelChoice
 
@@ -45,8 +46,8 @@ class Engine(Strict):
     max_tokens_in_flight: Union[Literal["auto"], TokensInFlight] = "auto"
     chunked_prefill: Flag = True
     prefix_cache: Flag = False
-    scheduler: Literal["no_evict", "max_utilization"] = "no_evict"
-    offload: Literal["none", "grace"] = "none"
+    scheduler: BatchScheduler = "no_evict"
+    offload: Offload = "none"
     block_tokens: BlockTokens = 64
     kv_memory_fraction: MemoryFraction = 0.9
 
@@ -54,7 +55,7 @@ class Engine(Strict):
 class Lengths(Strict):
     """Token counts of requests: a distribution with its mean, clipped to [1, max]."""
     mean: Tokens
-    distribution: Literal["fixed", "exponential", "lognormal"] = "fixed"
+    distribution: Distribution = "fixed"
     max: Tokens | None = None              # default: the mean for fixed, 8 × the mean otherwise
     sigma: Sigma = 1.0
 
@@ -89,7 +90,7 @@ class SLO(Strict):
     tpot_p99: Latency | None = None        # time per output token after the first, 99th percentile
 
 
-KVPrecision = Literal["auto", "bf16", "fp16", "fp8", "int8"]
+KVChoice = Literal["auto", KVPrecision]      # auto: the weights' precision (bf16 under int4)
 
 
 class Alternative(Strict):
@@ -101,17 +102,17 @@ class Alternative(Strict):
     node: str | None = None
     nodes: Nodes | None = None
     mig: str | None = None
-    precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] | None = None
-    kv_cache: KVPrecision | None = None
+    precision: ServingPrecision | None = None
+    kv_cache: KVChoice | None = None
     parallelism: Parallelism | None = None
     replicas: Union[Literal["auto"], Replicas] | None = None
-    offload: Literal["none", "grace"] | None = None     # engine.offload of this deployment
+    offload: Offload | None = None     # engine.offload of this deployment
 
 
 class Serving(Strict):
     model: ModelChoice
-    precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"   # weights and GEMMs; int4 is weight-only
-    kv_cache: KVPrecision = "auto"         # auto: the weights' precision (bf16 under int4)
+    precision: ServingPrecision = "bf16"   # weights and GEMMs; int4 is weight-only
+    kv_cache: KVChoice = "auto"         # auto: the weights' precision (bf16 under int4)
     parallelism: Parallelism = Parallelism()
     replicas: Union[Literal["auto"], Replicas] = "auto"
     mig: str | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance

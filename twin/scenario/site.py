@@ -1,12 +1,13 @@
 """``site:``: where the cluster runs: country, PUE, grid carbon, prices and embodied carbon."""
 
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
+from twin.options import Accounting, EmbodiedMethod
 from twin.scenario.fields import Flag, Strict, number, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
@@ -76,7 +77,7 @@ GpuHourPrice = Annotated[tuple[float, str] | str, BeforeValidator(_gpu_hour_pric
 
 class Embodied(Strict):
     enabled: Flag = False
-    method: Literal["bloom", "llmcarbon"] = "bloom"        # per-device figures (docs/power.md)
+    method: EmbodiedMethod = "bloom"                   # per-device figures (docs/power.md)
     gpu_kg: GpuKg | None = None
     server_kg: ServerKg | None = None
     lifetime_years: LifetimeYears | None = None            # default 6 (BLOOM)
@@ -90,6 +91,6 @@ class Site(Strict):
     carbon_intensity: CarbonIntensity | None = None        # overrides the dataset for the site
     electricity_price: ElectricityPrice | None = None      # (amount per kWh, currency)
     gpu_hour_price: GpuHourPrice | None = None             # per GPU-hour, or a provider of catalog prices.yaml or list
-    accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
+    accounting: Accounting = "full"                  # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
 

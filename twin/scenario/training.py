@@ -4,8 +4,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag, model_validator
 
-from twin.engine.stack import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
-                               ShardedGather, Zero1Reduce)
+from twin.options import (LORA_TARGETS, Activation, AttentionKernel, BackwardPrefetch, CrossEntropy, Fp8Recipe,
+                          GradReduce, KernelStyle, Method, Norm, PipelineSends, Position, Precision, RankOrder,
+                          Recompute, Schedule, ShardedGather, WeightStorage, Zero1Reduce)
 from twin.scenario.fields import Flag, Strict, name_text, number, shown
 
 Layers = number(integer=True, ge="1", le="10000", why="100x the deepest published LLM")
@@ -24,10 +25,10 @@ class InlineModel(Strict):
     kv_heads: Heads | None = None
     ffn_hidden: FfnWidth | None = None
     vocab: Vocab
-    activation: Literal["gelu", "swiglu"] = "swiglu"
-    norm: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    activation: Activation = "swiglu"
+    norm: Norm = "rmsnorm"
     tied_embeddings: Flag = False
-    position: Literal["learned", "rope", "alibi"] = "rope"
+    position: Position = "rope"
     experts: Experts = 1
     top_k: Experts = 1                     # at most experts
     name: ModelName = "custom"
@@ -60,13 +61,13 @@ class Parallelism(Strict):
     expert: Degree = 1
     microbatch: Microbatch = 1
     virtual_stages: VirtualStages = 1
-    schedule: Literal["gpipe", "1f1b", "interleaved"] = "1f1b"
+    schedule: Schedule = "1f1b"
     sequence_parallel: Flag = True
-    recompute: Literal["none", "selective", "full"] = "selective"
+    recompute: Recompute = "selective"
     zero: ZeroStage = 1
     overlap_grad_reduce: Flag | None = None          # unwritten: the stack's
     # Rank order, fastest-varying first: Megatron-LM's default keeps a tensor group inside a node.
-    order: Literal["tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"] = "tp-dp-pp"
+    order: RankOrder = "tp-dp-pp"
 
     @model_validator(mode="after")
     def _schedule_follows_virtual_stages(self) -> "Parallelism":
@@ -74,9 +75,6 @@ class Parallelism(Strict):
         if self.virtual_stages > 1 and "schedule" not in self.model_fields_set:
             return self.model_copy(update={"schedule": "interleaved"})
         return self
-
-
-LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 def _targets(value: Any) -> str | tuple[str, ...]:
@@ -149,16 +147,16 @@ class Training(Strict):
     tokens: Tokens
     seq_len: SeqLen
     global_batch: GlobalBatch
-    precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = "bf16"
+    precision: Precision = "bf16"
     stack: StackChoice = DEFAULT_STACK
     # Unwritten (None): the stack's.
     attention: AttentionKernel | None = None
     kernels: KernelStyle | None = None
     autocast: Flag | None = None
-    method: Literal["full", "lora", "qlora"] = "full"
+    method: Method = "full"
     lora: Lora | None = None
-    weights: Literal["bf16", "fp8", "int8", "nf4"] | None = None
-    fp8_recipe: Literal["delayed", "current", "hybrid"] | None = None
+    weights: WeightStorage | None = None
+    fp8_recipe: Fp8Recipe | None = None
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
 

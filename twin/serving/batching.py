@@ -32,6 +32,7 @@ from twin.calibration import ServingEfficiency
 from twin.network.collectives import CommModel
 from twin.operators.elementwise import elementwise_bytes
 from twin.operators.roofline import OperatorModel
+from twin.options import KVPrecision
 from twin.serving.kv_cache import UNQUANTISED_BYTES, MemoryPlan
 from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES
 from twin.workload.model import ModelSpec
@@ -72,7 +73,7 @@ class IterationModel:
     tensor: GroupShape
     pipeline: GroupShape
     memory: MemoryPlan
-    kv_precision: str
+    kv_precision: KVPrecision
     overhead_s: float
     host_memory_Bps: float         # Grace memory read over C2C (0 without)
     _cache: dict = field(default_factory=dict, init=False, repr=False)

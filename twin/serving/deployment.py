@@ -21,6 +21,7 @@ from twin.errors import ScenarioError
 from twin.hardware.mig import MigProfile, mig_profile, slice_gpu
 from twin.hardware.specs import ClusterSpec, GPUSpec
 from twin.network.collectives import CommModel
+from twin.options import KVPrecision, ServingPrecision
 from twin.serving.batching import IterationModel, iteration_model
 from twin.serving.engine import EngineRun, ReplicaEngine
 from twin.serving.kv_cache import MemoryPlan, memory_plan
@@ -36,8 +37,8 @@ PERCENTILES = (50, 90, 99)
 @dataclass(frozen=True)
 class ServingSpec:
     model: ModelSpec
-    precision: str
-    kv_cache: str
+    precision: ServingPrecision
+    kv_cache: KVPrecision
     tensor: int
     pipeline: int
     replicas: int | None          # None: as many as the cluster holds

@@ -7,13 +7,8 @@ the serving levels below never see the YAML.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Precision = Literal["bf16", "fp16", "fp8", "int8", "int4"]
-KVPrecision = Literal["bf16", "fp16", "fp8", "int8"]
-Distribution = Literal["fixed", "exponential", "lognormal"]
-Scheduler = Literal["no_evict", "max_utilization"]
-Offload = Literal["none", "grace"]
+from twin.options import BatchScheduler, Distribution, Offload
 
 # Bytes per stored weight. int4 is weight-only (AWQ/GPTQ style): 4-bit weights with one
 # 16-bit scale per group of 128 (Lin et al. 2024, AWQ, §3: group size 128), 0.5 + 2/128 B.
@@ -50,7 +45,7 @@ class EngineSpec:
     max_tokens_in_flight: int = 8192       # tokens one iteration processes (prefill chunks + decodes)
     chunked_prefill: bool = True
     prefix_cache: bool = False             # share the KV blocks of ``LoadSpec.prefix_tokens``
-    scheduler: Scheduler = "no_evict"
+    scheduler: BatchScheduler = "no_evict"
     offload: Offload = "none"              # "grace": KV and weights may spill to Grace memory over NVLink-C2C
     block_tokens: int = 64                 # tokens per paged-KV block (TensorRT-LLM default tokens_per_block)
     kv_memory_fraction: float = 0.9        # share of the memory left after weights and reserve given to the KV cache

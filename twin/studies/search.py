@@ -8,19 +8,9 @@ before their step is timed, ranked by an objective, the best answered in full.
 sweeps (``sweep.py``) draw their Pareto front with ``pareto_front``.
 
 ``python -m twin plan`` searches, for each cluster option (the scenario's cluster, or each
-point of ``--vary`` over cluster keys):
-
-- **tensor** parallelism: divisors of the node's GPU count that split the heads, the KV
-  heads and the FFN (a tensor group inside one node, as Megatron-LM places it);
-- **pipeline** stages: divisors of the layer count and powers of two, up to the layers;
-- **virtual stages** (interleaved 1F1B): 2-8 chunks per stage when they split the layers
-  evenly, as Megatron-LM requires; GPipe is left out (1F1B has its bubble with less memory);
-- **micro-batch** sizes 1, 2, 4, 8, 16 dividing the global batch;
-- **recomputation** none, selective, full (selective only with standard attention: with a
-  fused kernel it is "none" again); **ZeRO** 0-3 (one stage when there is no data parallelism);
-- **expert** parallelism for mixture-of-experts models: divisors of the experts;
-- **data** parallelism: the largest that fits the cluster and divides the batch (a smaller
-  one only leaves GPUs idle); the rank order and sequence parallelism stay the scenario's.
+point of ``--vary`` over cluster keys), the plans of ``plans.PLAN_RULES``; ``python -m twin fit``
+those of ``plans.FIT_RULES`` on each of its options. Both draw them from one generator,
+``plans.plan_choices`` (its docstring lists the sizes each dimension takes).
 
 Each plan is checked (``InfeasibleError``: it cannot split), its memory per GPU computed
 (closed form, cheap) and dropped when it does not fit; the rest are timed in closed form
@@ -33,9 +23,8 @@ is exhaustive when every plan of the space was evaluated or pruned.
 from __future__ import annotations
 
 import math
-import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,13 +41,15 @@ from twin.api import (
 )
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
+from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
+                          recompute_levels)
 from twin.results import FitOption, FitReport, FitRow, PlanEstimate, PlanSearch, RankedPlan, Result
+from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space
 from twin.studies.space import Space
-from twin.units import parse_quantity
+from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
 from twin.workload.model import ModelSpec
 
-# What each objective minimises, on a closed-form estimate and on a full result.
-OBJECTIVES = ("time", "cost", "carbon", "energy")
+
 # The columns of a sweep's table its Pareto front is drawn over (all minimised), by workload:
 # a training run's time, cost and carbon; a serving deployment's p99 time to first token and
 # its cost and carbon per million output tokens; a shared cluster's p90 wait and the energy
@@ -68,8 +59,6 @@ SWEEP_OBJECTIVES = {
     "serving": ("ttft_s.p99", "site_cost_per_million_output_tokens_eur", "site_carbon_per_million_output_tokens_kg"),
     "operations": ("wait_s.all.p90", "site_energy.cluster.energy_cost_eur", "site_energy.cluster.carbon_kg"),
 }
-MICROBATCHES = (1, 2, 4, 8, 16)
-MAX_VIRTUAL_STAGES = 8
 # Plans one search evaluates at most; past it the search says it was not exhaustive.
 MAX_PLANS = 1_000_000
 # Plans played in full after the closed-form pass, at least.
@@ -79,7 +68,7 @@ SEARCHED_KEYS = "training.parallelism"
 
 # -- objectives and constraints -------------------------------------------------------------
 
-def objective_of(value: PlanEstimate | Result, objective: str) -> float | None:
+def objective_of(value: PlanEstimate | Result, objective: Objective) -> float | None:
     """The quantity an objective minimises, for a closed-form estimate or a full result."""
     if isinstance(value, PlanEstimate):
         return {"time": value.time_to_train_s, "cost": value.cost_eur, "carbon": value.carbon_kg,
@@ -91,8 +80,8 @@ def objective_of(value: PlanEstimate | Result, objective: str) -> float | None:
 @dataclass(frozen=True)
 class Constraint:
     """An upper bound: ``deadline=30d``, ``power=1.2MW``, ``energy=5GWh``, ``cost=2M EUR``, ``carbon=500t``."""
-    name: str
-    limit: float                     # SI (s, W, kWh), or EUR, or kg
+    name: ConstraintName
+    limit: float                     # SI (s, W), or kWh, or EUR, or kg
     text: str
 
     def value(self, of: PlanEstimate | Result) -> float | None:
@@ -109,8 +98,12 @@ class Constraint:
         return value is not None and value <= self.limit
 
 
-_MONEY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([kKMB]?)\s*(EUR|€)?\s*$")
-_MASS = {"kg": 1.0, "t": 1000.0, "kt": 1e6}
+# Each constraint's limit in the unit it is compared in: s, W, kWh, EUR, kg.
+_LIMITS: dict[ConstraintName, Callable[[str, str], float]] = {
+    "deadline": lambda text, field: parse_quantity(text, "time", field),
+    "power": lambda text, field: parse_quantity(text, "power", field),
+    "energy": parse_energy_kwh, "cost": parse_money_eur, "carbon": parse_mass_kg,
+}
 
 
 def parse_constraint(text: str) -> Constraint:
@@ -122,24 +115,9 @@ def parse_constraint(text: str) -> Constraint:
     allowed = "deadline=30d, power=1.2MW, energy=5GWh, cost=2M EUR or carbon=500t"
     if not sep or not limit:
         raise ScenarioError(field, f"'{text}' is not allowed: write NAME=LIMIT, e.g. {allowed}")
-    if name == "deadline":
-        return Constraint(name, parse_quantity(limit, "time", field), text)
-    if name == "power":
-        return Constraint(name, parse_quantity(limit, "power", field), text)
-    if name == "energy":
-        return Constraint(name, parse_quantity(limit, "energy", field) / 3.6e6, text)
-    if name == "cost":
-        match = _MONEY.match(limit)
-        if not match:
-            raise ScenarioError(field, f"'{limit}' is not an amount in euros (write e.g. '2M EUR' or '500000')")
-        factor = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9}[match.group(2)]
-        return Constraint(name, float(match.group(1)) * factor, text)
-    if name == "carbon":
-        match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*(kg|t|kt)\s*$", limit)
-        if not match:
-            raise ScenarioError(field, f"'{limit}' is not a mass of CO2e (write e.g. '500t' or '20000 kg')")
-        return Constraint(name, float(match.group(1)) * _MASS[match.group(2)], text)
-    raise ScenarioError(field, f"unknown constraint '{name}'; allowed: {allowed}")
+    if name not in _LIMITS:
+        raise ScenarioError(field, f"unknown constraint '{name}'; allowed: {allowed}")
+    return Constraint(name, _LIMITS[name](limit, field), text)
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------
@@ -171,38 +149,6 @@ def sweep_objectives(table) -> tuple[str, ...]:
     kinds = set(table.column("workload").to_pylist()) if "workload" in names else set()
     workload = next((w for w in ("serving", "operations") if w in kinds), "training")
     return tuple(o for o in SWEEP_OBJECTIVES[workload] if o in names and table.column(o).null_count < table.num_rows)
-
-
-# -- the space of plans -----------------------------------------------------------------------
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def plan_space(prepared: Prepared) -> Iterator:
-    """Every plan request of the search space of one prepared scenario (see the module's docstring)."""
-    model, cluster = prepared.model, prepared.cluster
-    tr = prepared.scenario.training
-    base = prepared.request
-    gpn, gpus = cluster.node.gpus, cluster.work_gpus
-    tensors = [t for t in _divisors(gpn) if model.heads % t == 0 and model.ffn_hidden % t == 0
-               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
-    powers = [2**k for k in range(int(math.log2(model.layers)) + 1)]
-    pipelines = sorted(set(_divisors(model.layers)) | set(powers))
-    micro = [b for b in MICROBATCHES if tr.global_batch % b == 0]
-    recomputes = ("none", "selective", "full") if tr.attention == "standard" else ("none", "full")
-    experts = _divisors(model.experts) if model.is_moe else [1]
-    for t in tensors:
-        for p in (p for p in pipelines if t * p <= gpus):
-            virtual = [1] + [v for v in range(2, MAX_VIRTUAL_STAGES + 1) if p > 1 and model.layers % (p * v) == 0]
-            for v in virtual:
-                schedule = "interleaved" if v > 1 else "1f1b"
-                for ep in experts:
-                    for mb in micro:
-                        for recompute in recomputes:
-                            for zero in (0, 1, 2, 3):
-                                yield replace(base, tensor=t, pipeline=p, data=None, expert=ep, microbatch=mb,
-                                              virtual_stages=v, schedule=schedule, recompute=recompute, zero=zero)
 
 
 # -- the search -------------------------------------------------------------------------------
@@ -262,7 +208,7 @@ def _variant(data: dict[str, Any], plan: RankedPlan) -> dict[str, Any]:
     return with_overrides(data, plan.option | {f"{SEARCHED_KEYS}.{k}": v for k, v in settings.items()})
 
 
-def search_plans(data: dict[str, Any], source: str, objective: str = "time", top: int = 10,
+def search_plans(data: dict[str, Any], source: str, objective: Objective = "time", top: int = 10,
                  constraints: list[str] | None = None, space: Space | None = None, refine: int | None = None,
                  max_plans: int = MAX_PLANS) -> PlanSearch:
     """Search the plans of a training scenario (``data`` as written) and its cluster options."""
@@ -282,25 +228,9 @@ def search_plans(data: dict[str, Any], source: str, objective: str = "time", top
     points = list(space.points()) if space is not None else []
     options = [(p.values, with_overrides(data, p.values)) for p in points] or [({}, data)]
 
-    tally, kept, errors = _Tally(), [], []
-    start = time.perf_counter()
-    for values, option_data in options:
-        try:
-            scenario = parse_scenario(option_data, source)
-            if scenario.training is None:
-                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has "
-                                    "none")
-            prepared = prepare(scenario)
-        except ScenarioError as exc:
-            if not values:
-                raise
-            errors.append(f"{_label(values)}: {exc}")
-            continue
-        kept += _closed_form_pass(prepared, values, bounds, tally, max_plans)
+    tally, start = _Tally(), time.perf_counter()
+    kept, errors = _search_options(options, source, bounds, tally, max_plans)
     seconds = time.perf_counter() - start
-    if not kept and errors and len(errors) == len(options):
-        raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
-
     valued = [p for p in kept if objective_of(p.estimate, objective) is not None]
     if kept and not valued:
         raise ScenarioError("--objective", f"{objective} needs a price: the site has no electricity price; set "
@@ -322,6 +252,30 @@ def search_plans(data: dict[str, Any], source: str, objective: str = "time", top
         plans_equivalent=tally.equivalent, plans_evaluated=tally.evaluated, plans_rejected=tally.rejected,
         exhaustive=tally.exhaustive, seconds=seconds, refined=len(valued[:count]), plans=tuple(best),
         baseline=baseline, notes=tuple(notes))
+
+
+def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source: str, bounds: list[Constraint],
+                    tally: _Tally, max_plans: int) -> tuple[list[RankedPlan], list[str]]:
+    """The plans of every cluster option (its varied values, its scenario data) that meet the constraints in
+    closed form, and the options that are no valid scenario, one line each."""
+    kept: list[RankedPlan] = []
+    errors: list[str] = []
+    for values, option_data in options:
+        try:
+            scenario = parse_scenario(option_data, source)
+            if scenario.training is None:
+                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has "
+                                    "none")
+            prepared = prepare(scenario)
+        except ScenarioError as exc:
+            if not values:
+                raise
+            errors.append(f"{_label(values)}: {exc}")
+            continue
+        kept += _closed_form_pass(prepared, values, bounds, tally, max_plans)
+    if not kept and errors and len(errors) == len(options):
+        raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
+    return kept, errors
 
 
 def _played(data: dict[str, Any], plan: RankedPlan, source: str) -> RankedPlan:
@@ -350,70 +304,14 @@ def _label(values: dict[str, Any]) -> str:
 # Each option (a node type, a GPU count, a method and the storage of the base) is a variant of
 # the user's scenario (``Scenario.model_copy``: the model, the data, the batch, the site and the
 # efficiencies stay as written; failures are left out, a search compares steady throughput),
-# prepared once. Its plans (tensor and pipeline sizes that divide the model and the GPUs, every
+# prepared once. Its plans (``plans.FIT_RULES``: tensor and pipeline sizes that divide the model and the GPUs, every
 # GPU used; ZeRO stages; recomputation) are pruned by divisibility and memory, then by dominance
 # (a plan that recomputes more, or gathers parameters under ZeRO-3 where another shards only
 # gradients under ZeRO-2, than another fitting plan of the same shape); the fastest of the rest
 # in closed form is answered in full, and the options are ranked by time to train or by cost.
 
-RECOMPUTE_ORDER = ("none", "selective", "full")
-ZERO_STAGES = (0, 1, 2, 3)
 # Storage of the frozen base tried for each method (training.weights); full training keeps its own.
-METHOD_WEIGHTS = {"lora": ("bf16", "fp8", "int8", "nf4"), "qlora": ("nf4",)}
-BY = ("time", "cost")
-
-
-@dataclass(frozen=True)
-class PlanChoice:
-    """One parallel plan of an option: what the search varies."""
-    tensor: int
-    pipeline: int
-    data: int
-    zero: int
-    recompute: str
-
-    def dominates(self, other: "PlanChoice") -> bool:
-        """At least as fast for certain: the same shape, no more recomputation (it only adds work), and the
-        same ZeRO stage, or ZeRO-2 against ZeRO-3 (the same per-micro-batch gradient reduce-scatters, with
-        parameter gathers on top). Across ZeRO-0, 1 and 2 the trade depends on the stack: ZeRO-2 reduces
-        gradients unit by unit beside the backward where a stack may leave ZeRO-1's once-per-step
-        reduction exposed, so none of them dominates another."""
-        if (self.tensor, self.pipeline) != (other.tensor, other.pipeline) or self == other:
-            return False
-        less_recompute = RECOMPUTE_ORDER.index(self.recompute) <= RECOMPUTE_ORDER.index(other.recompute)
-        less_zero = self.zero == other.zero or (self.zero == 2 and other.zero == 3)
-        return less_recompute and less_zero
-
-
-def powers_of_two(limit: int) -> list[int]:
-    out, n = [], 1
-    while n <= limit:
-        out.append(n)
-        n *= 2
-    return out
-
-
-def gpu_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
-    """1, 2, 4, ... GPUs of one node, then whole nodes (1, 2, 4, ... nodes), up to ``max_gpus``."""
-    inside = [g for g in powers_of_two(gpus_per_node) if g < gpus_per_node and g <= max_gpus]
-    return inside + [gpus_per_node * n for n in powers_of_two(max_gpus // gpus_per_node)]
-
-
-def plan_choices(model: ModelSpec, gpus: int, gpus_per_node: int,
-                 recompute_levels: tuple[str, ...] = RECOMPUTE_ORDER) -> Iterator[PlanChoice]:
-    """Plans worth trying on ``gpus`` GPUs: tensor parallelism inside a node dividing the heads,
-    the KV heads and the FFN; pipeline stages no more than the layers; every ZeRO stage
-    when there is data parallelism; every recomputation level asked for."""
-    for t in powers_of_two(min(gpus, gpus_per_node)):
-        if gpus % t or model.heads % t or model.ffn_hidden % t or (model.kv_heads % t and t % model.kv_heads):
-            continue
-        for p in powers_of_two(gpus // t):
-            if (gpus // t) % p or p > model.layers:
-                continue
-            d = gpus // (t * p)
-            for zero in ZERO_STAGES if d > 1 else (0,):
-                for recompute in recompute_levels:
-                    yield PlanChoice(t, p, d, zero, recompute)
+METHOD_WEIGHTS = {"lora": WEIGHT_STORAGES, "qlora": ("nf4",)}
 
 
 def fit_options(scenario: Scenario, max_gpus: int, nodes: list[str] | None = None) -> list[FitOption]:
@@ -444,14 +342,9 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
     training = {"method": option.method, "weights": None if option.method == "qlora" else option.weights,
                 "lora": tr.lora if option.method != "full" else None}
     if choice is not None:
-        training["parallelism"] = tr.parallelism.model_copy(update=_choice_settings(choice))
+        training["parallelism"] = tr.parallelism.model_copy(update=choice.settings())
     return scenario.model_copy(update={"cluster": cluster, "training": tr.model_copy(update=training),
                                        "failures": scenario.failures.model_copy(update={"enabled": False})})
-
-
-def _choice_settings(choice: PlanChoice) -> dict[str, Any]:
-    return {"tensor": choice.tensor, "pipeline": choice.pipeline, "data": choice.data, "zero": choice.zero,
-            "recompute": choice.recompute, "virtual_stages": 1, "schedule": "1f1b", "expert": 1}
 
 
 def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None) -> FitRow:
@@ -462,10 +355,9 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
     capacity = prepared.cluster.node.gpu.memory_bytes
     tried, least = 0, float("inf")
     fitting = []
-    # Fused attention stores no scores and recomputes nothing under "selective": it is "none" again.
-    levels = RECOMPUTE_ORDER if scenario.training.attention == "standard" else ("none", "full")
+    levels = recompute_levels(scenario.training.attention)
     for choice in plan_choices(model, option.gpus, prepared.cluster.node.gpus, levels):
-        request = replace(prepared.request, **_choice_settings(choice))
+        request = choice.request(prepared.request)
         try:
             planned = plan_memory(prepared, request)
         except InfeasibleError:
@@ -491,10 +383,10 @@ def _cost(row: FitRow, country: str) -> float:
     return total if total is not None else pw.energy_facility_kwh
 
 
-def search(scenario: Scenario, options: list[FitOption], by: str = "time") -> FitReport:
+def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time") -> FitReport:
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
-    if by not in BY:
-        raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(BY)}")
+    if by not in FIT_RANKINGS:
+        raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
     rows = [best_plan(scenario, option) for option in options]
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
@@ -512,7 +404,8 @@ def search(scenario: Scenario, options: list[FitOption], by: str = "time") -> Fi
     return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
 
 
-def fit(scenario: Scenario, by: str = "time", max_gpus: int | None = None, nodes: list[str] | None = None) -> FitReport:
+def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None,
+        nodes: list[str] | None = None) -> FitReport:
     """``python -m twin fit``: the scenario's job on every node type and GPU count, method and storage,
     up to ``max_gpus`` (default: 8, or the scenario's cluster when larger)."""
     if scenario.training is None:

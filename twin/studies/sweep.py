@@ -106,36 +106,9 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
     """Run every point of ``space`` on ``base`` (raw scenario data from ``source``), skipping those
     already in ``directory``; write the directory's files as rows come and at the end."""
     pool = pool or InProcess()
-    first = [store.INDEX, *space.keys, store.HASH, store.ERROR]
-    earlier = store.read_table(directory) if directory else None
-    if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
-        earlier = earlier.drop_columns([store.FRONT])
-    known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
-    rows = _Rows(first)
-    todo, reuse = [], []
-    for point in space.points():
-        position = known.get(store.scenario_hash(with_overrides(base, point.values)))
-        if position is None:
-            todo.append((point.index, point.values))
-        else:
-            reuse.append((position, point))
-    for start in range(0, len(reuse), CHUNK_ROWS):
-        part = reuse[start:start + CHUNK_ROWS]
-        found = earlier.take([position for position, _ in part]).to_pylist()
-        rows.add([{**row, store.INDEX: point.index, **point.values} for row, (_, point) in zip(found, part)])
-    dropped = len(known) - len({position for position, _ in reuse})
-    study = {
-        "scenario": source,
-        "scenario_name": base.get("name", "unnamed scenario"),
-        "scenario_sha256": store.scenario_hash(base),
-        "mode": space.mode,
-        "vary": [a.text for a in space.axes],
-        "keys": space.keys,
-        "points": len(space),
-        "engine": "closed-form step" if closed_form else "SimPy step",
-        "twin_version": __version__,
-        "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
-    }
+    rows = _Rows([store.INDEX, *space.keys, store.HASH, store.ERROR])
+    todo, reused, dropped = _reuse(base, space, store.read_table(directory) if directory else None, rows)
+    study = _study(base, source, space, closed_form, csv)
     progress = progress or Progress(len(todo), enabled=False)
     progress.total = len(todo)
     task = functools.partial(evaluate_points, base, source, closed_form)
@@ -150,18 +123,61 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
     finally:
         progress.close()
         seconds = time.perf_counter() - start
-        data = rows.table()
-        objectives = sweep_objectives(data)
-        wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
-        front = pareto_front(data.select(wanted).to_pylist(), objectives)
-        on_front = {row[store.INDEX] for row in front}
-        data = data.append_column(store.FRONT, pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()],
-                                                        pa.bool_()))
+        data, objectives, front = _with_front(rows.table(), space)
         if directory is not None and data.num_rows:
             store.write_results(directory, data, csv)
             store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
                                           "objectives": list(objectives), "front": len(front)})
-    return SweepReport(points=data.num_rows, ran=len(todo), reused=len(reuse), dropped=dropped,
+    return SweepReport(points=data.num_rows, ran=len(todo), reused=reused, dropped=dropped,
                        errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
                        seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
                        directory=str(directory) if directory else None, table=data)
+
+
+Points = list[tuple[int, dict[str, Any]]]
+
+
+def _reuse(base: dict[str, Any], space: Space, earlier, rows: _Rows) -> tuple[Points, int, int]:
+    """The points still to run; those whose scenario hash is in ``earlier`` (an earlier run's table, or None)
+    are added to ``rows`` instead. Also how many were reused and how many earlier rows the study drops."""
+    if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
+        earlier = earlier.drop_columns([store.FRONT])
+    known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
+    todo, reuse = [], []
+    for point in space.points():
+        position = known.get(store.scenario_hash(with_overrides(base, point.values)))
+        if position is None:
+            todo.append((point.index, point.values))
+        else:
+            reuse.append((position, point))
+    for start in range(0, len(reuse), CHUNK_ROWS):
+        part = reuse[start:start + CHUNK_ROWS]
+        found = earlier.take([position for position, _ in part]).to_pylist()
+        rows.add([{**row, store.INDEX: point.index, **point.values} for row, (_, point) in zip(found, part)])
+    return todo, len(reuse), len(known) - len({position for position, _ in reuse})
+
+
+def _study(base: dict[str, Any], source: str, space: Space, closed_form: bool, csv: bool) -> dict[str, Any]:
+    """What the study directory's study file says of the study (rows, errors and front are added at the end)."""
+    return {
+        "scenario": source,
+        "scenario_name": base.get("name", "unnamed scenario"),
+        "scenario_sha256": store.scenario_hash(base),
+        "mode": space.mode,
+        "vary": [a.text for a in space.axes],
+        "keys": space.keys,
+        "points": len(space),
+        "engine": "closed-form step" if closed_form else "SimPy step",
+        "twin_version": __version__,
+        "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
+    }
+
+
+def _with_front(data, space: Space) -> tuple[Any, tuple[str, ...], list[dict[str, Any]]]:
+    """The table with its Pareto-front column, the objectives the front is drawn over, and the front's rows."""
+    objectives = sweep_objectives(data)
+    wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
+    front = pareto_front(data.select(wanted).to_pylist(), objectives)
+    on_front = {row[store.INDEX] for row in front}
+    flags = pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()], pa.bool_())
+    return data.append_column(store.FRONT, flags), objectives, front

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from twin.errors import ScenarioError
+from twin.options import LORA_TARGETS, METHODS, BaseWeights, LoraTarget, Method
 from twin.workload.model import ModelSpec
 
-METHODS = ("full", "lora", "qlora")
-LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 ATTENTION_TARGETS = ("q", "k", "v", "o")
 
 
@@ -63,14 +62,14 @@ ADAPTER_STATE_BYTES = {False: (2.0, 2.0, 8.0), True: (4.0, 4.0, 8.0)}      # by 
 class LoraSpec:
     rank: int
     alpha: float
-    targets: tuple[str, ...]     # drawn from LORA_TARGETS, in that order
+    targets: tuple[LoraTarget, ...]   # drawn from LORA_TARGETS, in that order
 
 
 @dataclass(frozen=True)
 class FinetuneSpec:
     """How a model is trained: every weight (full), or adapters on a frozen base."""
-    method: str = "full"                 # full | lora | qlora
-    weights: str | None = None           # storage of the base's linear weights; None: the training precision's
+    method: Method = "full"
+    weights: BaseWeights | None = None   # storage of the base's linear weights; None: the training precision's
     lora: LoraSpec | None = None
     paged_optimizer: bool = False        # optimizer states in paged memory, spilled to the host when HBM is full
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from twin.options import Fp8Recipe
 from twin.workload.finetune import (
     ADAPTER_STATE_BYTES,
     FULL,
@@ -144,7 +145,7 @@ def stage_weight_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precisi
 
 
 def fp8_weight_extra_bytes(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str,
-                           ft: FinetuneSpec, fp8_recipe: str) -> tuple[float, float]:
+                           ft: FinetuneSpec, fp8_recipe: Fp8Recipe) -> tuple[float, float]:
     """(dense, expert) bytes FP8 training adds beside the weights: the fp8 copies and transposes of the
     linear weights (sharded with them; an fp8 base keeps its transpose alone, an int8 or NF4 one is
     dequantised at every use instead) and the amax histories of delayed scaling."""
@@ -215,7 +216,7 @@ def microbatches_in_flight(plan: ParallelPlan, stage: int) -> float:
 
 
 def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
-                   ft: FinetuneSpec = FULL, fp8_recipe: str = "hybrid") -> MemoryBreakdown:
+                   ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid") -> MemoryBreakdown:
     """Memory of the fullest GPU: the first stage (most activations) or the last (LM head)."""
     best: MemoryBreakdown | None = None
     for stage in sorted({0, plan.pipeline - 1}):
@@ -227,7 +228,7 @@ def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attenti
 
 
 def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, stage: int,
-                  ft: FinetuneSpec, fp8_recipe: str) -> MemoryBreakdown:
+                  ft: FinetuneSpec, fp8_recipe: Fp8Recipe) -> MemoryBreakdown:
     fp32 = precision in ("fp32", "tf32")
     _, g_b, o_b = ADAPTER_STATE_BYTES[fp32] if ft.frozen else state_bytes_per_param(precision)
     trained_dense, trained_expert = trainable_stage_params(model, plan, stage, ft)
@@ -264,7 +265,7 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
 
 
 def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, capacity_bytes: float,
-                     ft: FinetuneSpec = FULL, fp8_recipe: str = "hybrid", limit: int = 2**21) -> int:
+                     ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid", limit: int = 2**21) -> int:
     """The longest sequence (tokens) whose step fits ``capacity_bytes`` under the same plan; 0 if none.
 
     Memory grows with the sequence: linearly with fused attention (every activation term is
@@ -295,7 +296,7 @@ def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, atten
 
 def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
                          capacity_bytes: float, gpus_per_node: int, ft: FinetuneSpec = FULL,
-                         fp8_recipe: str = "hybrid") -> list[tuple[str, float]]:
+                         fp8_recipe: Fp8Recipe = "hybrid") -> list[tuple[str, float]]:
     """Nearby plans that fit in ``capacity_bytes``: (description, bytes per GPU)."""
     options: list[tuple[str, ParallelPlan]] = []
     for z in range(plan.zero + 1, 4):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin import catalog
+from twin.options import Activation, Norm, Position
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,13 @@ class ModelSpec:
     kv_heads: int
     ffn_hidden: int
     vocab: int
-    activation: str          # gelu | swiglu
-    norm: str                # layernorm | rmsnorm
+    activation: Activation
+    norm: Norm
     tied_embeddings: bool
     experts: int = 1
     top_k: int = 1
     source: str = ""
-    position: str = "learned"  # learned | rope | alibi: how positions enter (rope rotates q and k in every layer)
+    position: Position = "learned"  # how positions enter (rope rotates q and k in every layer)
 
     @property
     def head_dim(self) -> int:

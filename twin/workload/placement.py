@@ -25,9 +25,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from twin.options import RANK_ORDERS, RankOrder
 from twin.workload.plan import ParallelPlan
 
-ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp")
+ORDERS = RANK_ORDERS
 KINDS = ("tensor", "data", "pipeline", "expert", "expert_data")
 
 
@@ -49,7 +50,7 @@ class Placement:
     expert: GroupShape
     expert_data: GroupShape        # data-parallel group of the expert weights (data / expert ranks)
     pipeline: GroupShape = GroupShape(1, 1, "pipeline")
-    order: str = "tp-dp-pp"
+    order: RankOrder = "tp-dp-pp"
     sizes: tuple[int, int, int, int] = (1, 1, 1, 1)      # tensor, data, pipeline, expert
     gpus_per_node: int = 8
     nodes: tuple[int, ...] = ()          # cluster node of each of the job's nodes, in rank order; () = the first

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from twin.errors import InfeasibleError
 from twin.hardware.specs import ClusterSpec
+from twin.options import RankOrder, Recompute, Schedule
 from twin.workload.model import ModelSpec
 
 
@@ -26,13 +27,13 @@ class PlanRequest:
     expert: int = 1
     microbatch: int = 1
     virtual_stages: int = 1
-    schedule: str = "1f1b"                # gpipe | 1f1b | interleaved
+    schedule: Schedule = "1f1b"
     sequence_parallel: bool = True
-    recompute: str = "selective"          # none | selective | full
+    recompute: Recompute = "selective"
     zero: int = 1
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
-    order: str = "tp-dp-pp"               # rank order, fastest-varying first
+    order: RankOrder = "tp-dp-pp"         # rank order, fastest-varying first
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,9 @@ class ParallelPlan:
     expert: int
     microbatch: int
     virtual_stages: int
-    schedule: str                 # gpipe | 1f1b | interleaved
+    schedule: Schedule
     sequence_parallel: bool       # effective: False when tensor == 1
-    recompute: str                # none | selective | full
+    recompute: Recompute
     zero: int
     overlap_grad_reduce: bool     # gradient reduction in buckets during the last backward
     overlap_param_gather: bool    # ZeRO-1/2 parameter all-gather under the next step's forward
@@ -116,64 +117,77 @@ def resolve_plan(par: PlanRequest, model: ModelSpec, cluster: ClusterSpec,
     below accepts: it divides the batch's micro-batches, is a multiple of expert parallelism, and
     under the interleaved schedule leaves a multiple of ``pipeline`` micro-batches per replica.
     """
-    where = "training.parallelism"
-    t, p, ep, mb, v = par.tensor, par.pipeline, par.expert, par.microbatch, par.virtual_stages
-    if model.heads % t:
-        ok = [d for d in _divisors(model.heads) if d <= cluster.node.gpus] or [1]
-        raise InfeasibleError(f"{where}.tensor", f"{t} does not divide the model's {model.heads} attention heads; "
-                              f"allowed: {', '.join(map(str, ok))}")
-    if model.kv_heads % t and t % model.kv_heads:
-        raise InfeasibleError(f"{where}.tensor", f"{t} neither divides nor is a multiple of the model's "
-                              f"{model.kv_heads} KV heads")
-    if model.ffn_hidden % t:
-        raise InfeasibleError(f"{where}.tensor", f"{t} does not divide ffn_hidden {model.ffn_hidden}")
-    if p * v > model.layers:
-        raise InfeasibleError(f"{where}.pipeline", f"{p} stages × {v} virtual stages exceeds the model's "
-                              f"{model.layers} layers")
-    schedule = par.schedule
-    if v > 1 and schedule != "interleaved":
-        raise InfeasibleError(f"{where}.virtual_stages", f"{v} needs schedule: interleaved (schedule is {schedule})")
-    if schedule == "interleaved" and v == 1:
-        schedule = "1f1b"                 # one chunk per stage: interleaving is plain 1F1B
-    if ep > 1 and model.experts % ep:
-        raise InfeasibleError(f"{where}.expert", f"{ep} does not divide the model's {model.experts} experts")
-    if ep > 1 and not model.is_moe:
-        raise InfeasibleError(f"{where}.expert", f"{ep} > 1 but {model.name} is a dense model (experts: 1)")
-
-    gpus = cluster.work_gpus
-    spares = f" ({cluster.spare_nodes} spare nodes held back)" if cluster.spare_nodes else ""
-    if t * p > gpus:
-        raise InfeasibleError(where, f"tensor {t} × pipeline {p} = {t * p} GPUs, the cluster has {gpus}{spares}")
-    if global_batch % mb:
-        raise InfeasibleError(f"{where}.microbatch", f"{mb} does not divide global_batch {global_batch}")
-    if par.data is None:
-        micro = global_batch // mb
-
-        def accepted(d: int) -> bool:
-            return micro % d == 0 and d % ep == 0 and (v == 1 or (micro // d) % p == 0)
-
-        d = next((d for d in range(gpus // (t * p), 0, -1) if accepted(d)), 0)
-        if not d:
-            rule = f" with a multiple of pipeline {p} micro-batches per replica" if v > 1 else ""
-            raise InfeasibleError(f"{where}.data", f"no data-parallel size divides global_batch {global_batch} / "
-                                  f"microbatch {mb}{rule} and is a multiple of expert {ep}")
-    else:
-        d = par.data
-        if t * p * d > gpus:
-            raise InfeasibleError(f"{where}.data", f"tensor {t} × pipeline {p} × data {d} = {t * p * d} GPUs, "
-                                  f"the cluster has {gpus}{spares}; largest data size: {gpus // (t * p)}")
-        if global_batch % (d * mb):
-            raise InfeasibleError(f"{where}.data", f"global_batch {global_batch} is not a multiple of data {d} × "
-                                  f"microbatch {mb}")
-        if d % ep:
-            raise InfeasibleError(f"{where}.expert", f"{ep} does not divide data {d} (experts are carved out of "
-                                  "data parallelism)")
+    schedule = _check_model_split(par, model, cluster.node.gpus)
+    d = _data_size(par, cluster, global_batch)
+    t, p, mb, v = par.tensor, par.pipeline, par.microbatch, par.virtual_stages
     if v > 1 and (global_batch // (d * mb)) % p:
-        raise InfeasibleError(f"{where}.virtual_stages", f"the interleaved schedule needs micro-batches per replica "
-                              f"({global_batch // (d * mb)}) to be a multiple of pipeline {p}")
+        raise InfeasibleError(f"{_WHERE}.virtual_stages", f"the interleaved schedule needs micro-batches per "
+                              f"replica ({global_batch // (d * mb)}) to be a multiple of pipeline {p}")
     return ParallelPlan(
-        tensor=t, pipeline=p, data=d, expert=ep, microbatch=mb, virtual_stages=v, schedule=schedule,
+        tensor=t, pipeline=p, data=d, expert=par.expert, microbatch=mb, virtual_stages=v, schedule=schedule,
         sequence_parallel=par.sequence_parallel and t > 1, recompute=par.recompute, zero=par.zero,
         overlap_grad_reduce=par.overlap_grad_reduce, overlap_param_gather=par.overlap_param_gather,
         global_batch=global_batch, seq_len=seq_len,
     )
+
+
+_WHERE = "training.parallelism"
+
+
+def _check_model_split(par: PlanRequest, model: ModelSpec, gpus_per_node: int) -> Schedule:
+    """Tensor ranks that split the heads and the FFN, stages and chunks no more than the layers, experts that
+    divide the model's; the schedule the plan runs (interleaving one chunk per stage is plain 1F1B). A refused
+    tensor size names those allowed, up to ``gpus_per_node``."""
+    t, p, ep, v = par.tensor, par.pipeline, par.expert, par.virtual_stages
+    if model.heads % t:
+        ok = [d for d in _divisors(model.heads) if d <= gpus_per_node] or [1]
+        raise InfeasibleError(f"{_WHERE}.tensor", f"{t} does not divide the model's {model.heads} attention heads; "
+                              f"allowed: {', '.join(map(str, ok))}")
+    if model.kv_heads % t and t % model.kv_heads:
+        raise InfeasibleError(f"{_WHERE}.tensor", f"{t} neither divides nor is a multiple of the model's "
+                              f"{model.kv_heads} KV heads")
+    if model.ffn_hidden % t:
+        raise InfeasibleError(f"{_WHERE}.tensor", f"{t} does not divide ffn_hidden {model.ffn_hidden}")
+    if p * v > model.layers:
+        raise InfeasibleError(f"{_WHERE}.pipeline", f"{p} stages × {v} virtual stages exceeds the model's "
+                              f"{model.layers} layers")
+    if v > 1 and par.schedule != "interleaved":
+        raise InfeasibleError(f"{_WHERE}.virtual_stages", f"{v} needs schedule: interleaved (schedule is "
+                              f"{par.schedule})")
+    if ep > 1 and model.experts % ep:
+        raise InfeasibleError(f"{_WHERE}.expert", f"{ep} does not divide the model's {model.experts} experts")
+    if ep > 1 and not model.is_moe:
+        raise InfeasibleError(f"{_WHERE}.expert", f"{ep} > 1 but {model.name} is a dense model (experts: 1)")
+    return "1f1b" if par.schedule == "interleaved" and v == 1 else par.schedule
+
+
+def _data_size(par: PlanRequest, cluster: ClusterSpec, global_batch: int) -> int:
+    """The data-parallel size: the one asked for, checked against the GPUs and the batch, or for ``auto``
+    the largest the rules of ``resolve_plan`` accept."""
+    t, p, ep, mb, v = par.tensor, par.pipeline, par.expert, par.microbatch, par.virtual_stages
+    gpus = cluster.work_gpus
+    spares = f" ({cluster.spare_nodes} spare nodes held back)" if cluster.spare_nodes else ""
+    if t * p > gpus:
+        raise InfeasibleError(_WHERE, f"tensor {t} × pipeline {p} = {t * p} GPUs, the cluster has {gpus}{spares}")
+    if global_batch % mb:
+        raise InfeasibleError(f"{_WHERE}.microbatch", f"{mb} does not divide global_batch {global_batch}")
+    if par.data is None:
+        micro = global_batch // mb
+        d = next((d for d in range(gpus // (t * p), 0, -1)
+                  if micro % d == 0 and d % ep == 0 and (v == 1 or (micro // d) % p == 0)), 0)
+        if not d:
+            rule = f" with a multiple of pipeline {p} micro-batches per replica" if v > 1 else ""
+            raise InfeasibleError(f"{_WHERE}.data", f"no data-parallel size divides global_batch {global_batch} / "
+                                  f"microbatch {mb}{rule} and is a multiple of expert {ep}")
+        return d
+    d = par.data
+    if t * p * d > gpus:
+        raise InfeasibleError(f"{_WHERE}.data", f"tensor {t} × pipeline {p} × data {d} = {t * p * d} GPUs, "
+                              f"the cluster has {gpus}{spares}; largest data size: {gpus // (t * p)}")
+    if global_batch % (d * mb):
+        raise InfeasibleError(f"{_WHERE}.data", f"global_batch {global_batch} is not a multiple of data {d} × "
+                              f"microbatch {mb}")
+    if d % ep:
+        raise InfeasibleError(f"{_WHERE}.expert", f"{ep} does not divide data {d} (experts are carved out of "
+                              "data parallelism)")
+    return d
