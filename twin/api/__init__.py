@@ -26,7 +26,7 @@ from twin.api.training import (
     step_of,
 )
 from twin.network.collectives import CommModel, FabricSummary
-from twin.results import CapacityResult, OperationsResult, Result, ServingResult
+from twin.results import CapacityResult, OperationsResult, Result, ServingResult, TrainingResult
 from twin.scenario import (
     Scenario,
     check_key,
@@ -40,7 +40,7 @@ from twin.scenario import (
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
-__all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
+__all__ = ["Built", "Prepared", "Result", "TrainingResult", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
            "prepare", "estimate", "plan_memory", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",

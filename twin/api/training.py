@@ -28,7 +28,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import CommModel
 from twin.power.assess import Facility, assess, assess_at, facility
 from twin.power.capping import power_cap_factor
-from twin.results import PlanEstimate, Result
+from twin.results import PlanEstimate, TrainingResult
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model_flops_per_token, trainable_params
@@ -215,7 +215,7 @@ def _model_flops(b: Built) -> float:
     return model_flops_per_token(b.model, b.finetune, b.scenario.training.seq_len) * b.plan.tokens_per_step
 
 
-def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
+def simulate_training(scenario: Scenario, closed_form: bool = False) -> TrainingResult:
     """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy."""
     built = build(scenario)
     if closed_form:
@@ -244,7 +244,7 @@ def _idle_reason(plan: ParallelPlan, tr: Training, cluster: ClusterSpec) -> str:
     return "; ".join(filter(None, [spares, reason]))
 
 
-def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
+def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> TrainingResult:
     sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
     gpu = cluster.node.gpu
     gpus_used = plan.gpus
@@ -325,7 +325,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     pw = assess(cluster, step, gpus_used, site_of(sc.site, gpu.name), time_s, segments, fabric)
     warnings.extend(pw.warnings)
     sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()
-    return Result(
+    return TrainingResult(
         scenario=sc.name,
         gpus_total=cluster.gpus,
         gpus_used=gpus_used,

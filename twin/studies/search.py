@@ -52,7 +52,8 @@ from twin.api import (
 )
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
-from twin.results import FitOption, FitReport, FitRow, PlanEstimate, PlanSearch, RankedPlan, Result
+from twin.results import PlanEstimate, Result
+from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
 from twin.studies.space import Space
 from twin.units import parse_quantity
 from twin.workload.model import ModelSpec
