@@ -16,6 +16,16 @@ from twin.serving.specs import SLOSpec
 
 
 
+@dataclass(frozen=True, kw_only=True)
+class Compared(Result):
+    """A serving record followed by the deployments it is compared with (``alternatives``, records of the
+    same kind, after the record's own keys)."""
+    alternatives: tuple[Compared, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
+
+
 def _throughput(r: ServingResult) -> dict[str, Any]:
     run, mem = r.run, r.memory
     return {
@@ -76,7 +86,7 @@ def _power(r: ServingResult) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ServingResult(Result):
+class ServingResult(Compared):
     """The answer for a serving scenario: one deployment over the load, and the alternatives it is compared with.
 
     ``run`` and ``power`` are None when the deployment cannot hold the load (``memory_fits`` False):
@@ -110,10 +120,6 @@ class ServingResult(Result):
     country: str
     pue: float
     power: ServingPower | None = None
-    alternatives: tuple["ServingResult", ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
 
 
 def _capacity(r: CapacityResult) -> dict[str, Any]:
@@ -141,7 +147,7 @@ def _sweep(r: CapacityResult) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CapacityResult(Result):
+class CapacityResult(Compared):
     """The highest rate a serving deployment sustains within its SLO, and what a target rate needs."""
     workload: ClassVar[str] = "serving"
     layout: ClassVar[Layout] = Layout(
@@ -155,14 +161,10 @@ class CapacityResult(Result):
     devices_per_replica: int         # GPUs, or MIG instances
     instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
     sizing: Sizing | None = None
-    alternatives: tuple["CapacityResult", ...] = ()
 
     @property
     def gpus_per_replica(self) -> float:
         return self.devices_per_replica / self.instances_per_gpu
-
-    def to_dict(self) -> dict[str, Any]:
-        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
 
 
 def serving_record(r: ServingResult) -> dict[str, Any]:
