@@ -8,7 +8,7 @@ sources; the serialiser and the JSON helpers); ``training``, ``serving`` (servin
 (kWh, kg, EUR, TFLOP/s). Study records (plan search, sweep, fit) live in ``twin.studies.records``.
 """
 
-from twin.results.core import LIST_SEPARATOR, SCHEMA_VERSION, Layout, Result, finite, flatten, plain, serialise
+from twin.results.core import LIST_SEPARATOR, SCHEMA_VERSION, Layout, Record, Result, finite, flatten, plain, serialise
 from twin.results.operations import CarbonAware, OperationsResult, operations_record
 from twin.results.power import power_record
 from twin.results.serving import CapacityResult, ServingResult, capacity_record, serving_record
@@ -16,6 +16,6 @@ from twin.results.training import PlanEstimate, TrainingResult, finetune_record,
 
 __all__ = [
     "LIST_SEPARATOR", "SCHEMA_VERSION", "CapacityResult", "CarbonAware", "Layout", "OperationsResult", "PlanEstimate",
-    "Result", "ServingResult", "TrainingResult", "capacity_record", "finetune_record", "finite", "flatten",
+    "Record", "Result", "ServingResult", "TrainingResult", "capacity_record", "finetune_record", "finite", "flatten",
     "operations_record", "plain", "power_record", "serialise", "serving_record", "training_record",
 ]

@@ -117,12 +117,25 @@ def site_costs(pw: PowerAssessment) -> dict[str, Any]:
     return {"carbon_kg": pw.carbon_kg(), "energy_cost_eur": pw.energy_cost_eur()}
 
 
+class Record:
+    """A record with a JSON form: its keys by its class's ``layout`` (``serialise``)."""
+    layout: ClassVar[Layout] = Layout()
+
+    def record(self) -> dict[str, Any]:
+        return serialise(self, self.layout)
+
+    def to_dict(self) -> dict[str, Any]:
+        return finite(self.record())
+
+    def to_json(self) -> str:
+        return to_json(self.to_dict())
+
+
 @dataclass(frozen=True, kw_only=True)
-class Result:
+class Result(Record):
     """The core of every workload's answer; each workload's record adds its fields between
     ``scenario`` (with ``workload`` after it) and ``warnings`` and ``sources``, which end the record."""
     workload: ClassVar[str]                     # training | serving | operations
-    layout: ClassVar[Layout] = Layout()
     scenario: str
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
@@ -134,15 +147,9 @@ class Result:
         return ({head: getattr(self, head), "workload": self.workload}
                 | serialise(self, self.layout, own) | serialise(self, Layout(), tail))
 
-    def to_dict(self) -> dict[str, Any]:
-        return finite(self.record())
-
     def to_flat(self) -> dict[str, Any]:
         """The record's scalar fields, one level deep (``flatten``), without timelines or sources:
         a row of a study's table."""
         record = self.record(timelines=False)
         del record["sources"]
         return flatten(finite(record))
-
-    def to_json(self) -> str:
-        return to_json(self.to_dict())

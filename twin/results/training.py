@@ -2,7 +2,7 @@
 
 ``TrainingResult``'s fields are its record's keys, in order; ``LAYOUT`` names the rest: the plan,
 fine-tuning and power blocks, and the keys derived from the step, the memory and the power assessment
-(docs/results.md, "Training records").
+(docs/results.md, "Contract keys" and "Further keys").
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ Each record's keys are its dataclass fields, in order, through ``twin.results``'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from twin.results import PlanEstimate, TrainingResult
-from twin.results.core import SCHEMA_VERSION, Layout, finite, plain, serialise, site_costs, to_json
+from twin.results.core import SCHEMA_VERSION, Layout, Record, plain, site_costs
 
 # The parallel settings a plan row shows, in its order.
 PLAN_COLUMNS = ("tensor", "pipeline", "data", "expert", "microbatch", "virtual_stages", "schedule", "recompute",
@@ -26,15 +26,15 @@ RUN_METRICS = ("ideal_time_to_train_s", "goodput", "interruptions", "finished")
 
 
 @dataclass(frozen=True)
-class RankedPlan:
+class RankedPlan(Record):
     """A plan a search kept: its cluster option, its closed-form estimate and, when the top
     candidates were played in full (SimPy step, failure Monte Carlo), that result."""
     option: dict[str, Any]           # the varied keys of the cluster option ({} when the cluster is fixed)
     estimate: PlanEstimate
     result: TrainingResult | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return finite(plan_row(self))
+    def record(self) -> dict[str, Any]:
+        return plan_row(self)
 
 
 def _metrics(p: RankedPlan) -> dict[str, Any]:
@@ -66,9 +66,9 @@ def _plans(s: PlanSearch) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class PlanSearch:
+class PlanSearch(Record):
     """What ``python -m twin plan`` found (``search_record``)."""
-    layout = Layout(
+    layout: ClassVar[Layout] = Layout(
         after={"constraints": _plans, "refined": _scenario_plan, "notes": lambda s: {"schema_version": SCHEMA_VERSION}},
         omit=frozenset({"plans_evaluated", "exhaustive", "plans", "seconds", "baseline"}))
     scenario: str
@@ -93,22 +93,16 @@ class PlanSearch:
     def plans_pruned(self) -> int:
         return self.plans_infeasible + self.plans_over_memory + self.plans_equivalent
 
-    def to_dict(self) -> dict[str, Any]:
-        return finite(search_record(self))
-
-    def to_json(self) -> str:
-        return to_json(self.to_dict())
-
 
 def search_record(s: PlanSearch) -> dict[str, Any]:
     """The JSON record of a plan search (docs/results.md, "Plan search")."""
-    return serialise(s, PlanSearch.layout)
+    return s.record()
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepReport:
+class SweepReport(Record):
     """What a sweep did and found (``python -m twin sweep``)."""
-    layout = Layout(after={"error_messages": lambda s: {"schema_version": SCHEMA_VERSION}},
+    layout: ClassVar[Layout] = Layout(after={"error_messages": lambda s: {"schema_version": SCHEMA_VERSION}},
                     omit=frozenset({"seconds", "where", "study", "table"}))
     points: int                              # rows of the study: every point, run now or before
     ran: int                                 # points run now
@@ -128,16 +122,13 @@ class SweepReport:
     def points_per_s(self) -> float:
         return self.ran / self.seconds if self.seconds > 0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return finite(sweep_record(self))
-
-    def to_json(self) -> str:
-        return to_json(self.to_dict())
+    def record(self) -> dict[str, Any]:
+        return {"scenario": self.study.get("scenario_name")} | super().record()
 
 
 def sweep_record(s: SweepReport) -> dict[str, Any]:
     """The JSON summary of a sweep (docs/results.md, "Sweeps"): counts and the Pareto front."""
-    return {"scenario": s.study.get("scenario_name")} | serialise(s, SweepReport.layout)
+    return s.record()
 
 
 @dataclass(frozen=True)
@@ -189,9 +180,9 @@ def fit_row(row: FitRow) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class FitReport:
+class FitReport(Record):
     """``python -m twin fit``: every option that fits, ranked, and those that do not."""
-    layout = Layout(after={"country": lambda r: {"options": [fit_row(row) for row in r.rows]},
+    layout: ClassVar[Layout] = Layout(after={"country": lambda r: {"options": [fit_row(row) for row in r.rows]},
                            "notes": lambda r: {"schema_version": SCHEMA_VERSION}},
                     omit=frozenset({"rows"}))
     scenario: str
@@ -200,13 +191,7 @@ class FitReport:
     rows: tuple[FitRow, ...]         # options that fit, best first, then the others (``options`` in the record)
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return finite(fit_record(self))
-
-    def to_json(self) -> str:
-        return to_json(self.to_dict())
-
 
 def fit_record(report: FitReport) -> dict[str, Any]:
     """The JSON record of ``twin fit`` (docs/results.md)."""
-    return serialise(report, FitReport.layout)
+    return report.record()
