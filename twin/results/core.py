@@ -4,7 +4,9 @@ A record is a frozen dataclass. ``Result`` holds the fields every workload's ans
 name, its warnings and the sources of its figures); each workload's module adds its own fields and a
 ``Layout`` naming only what is not a plain field: values converted from the record, keys derived from
 it (placed right after a field) and fields that appear only through derived keys. ``serialise`` walks
-``dataclasses.fields``, so a field's name is written once, in its dataclass.
+``dataclasses.fields``, so a field's name is written once, in its dataclass. ``Record`` gives every
+record (run records here, study records in ``twin.studies.records``) its ``to_dict`` and ``to_json``;
+``site_costs`` is the per-country carbon and energy cost block the training-like records share.
 
 Values are SI (seconds, bytes, watts) except where the key names another unit (kWh, kg, EUR, TFLOP/s);
 JSON has no inf or nan, so ``finite`` turns them into null.
