@@ -142,7 +142,7 @@ def test_each_rule_bites(tmp_path, files, expected):
 
 
 def test_record_types_below_the_results_layer_have_no_json_methods():
-    """Lower layers return typed records; only twin/results.py shapes JSON."""
+    """Lower layers return typed records; only the twin.results package (and the layers above) shapes JSON."""
     offenders = []
     for path in sorted((ROOT / "twin").rglob("*.py")):
         here = module_name(path, ROOT)

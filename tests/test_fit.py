@@ -7,7 +7,7 @@ import pytest
 from tests.test_cli import twin
 from twin.api import memory_of, parse_scenario, step_of
 from twin.errors import InfeasibleError
-from twin.results import FitOption
+from twin.studies.records import FitOption
 from twin.studies.search import PlanChoice, best_plan, gpu_counts, plan_choices, search, variant
 from twin.workload.model import model_spec
 

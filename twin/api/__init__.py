@@ -28,7 +28,7 @@ from twin.api.training import (
 from twin.network.collectives import CommModel, FabricSummary
 from twin.options import (METHODS, OBJECTIVES, PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS,
                           WEIGHT_STORAGES)
-from twin.results import CapacityResult, OperationsResult, Result, ServingResult
+from twin.results import CapacityResult, OperationsResult, Result, ServingResult, TrainingResult
 from twin.scenario import (
     Scenario,
     check_key,
@@ -46,12 +46,12 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "prepare", "estimate", "plan_memory", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
-           "check_key",
+           "check_key", "TrainingResult",
            # the option tuples callers offer as choices (defined once in twin.options)
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingResult | OperationsResult:
+def simulate(scenario: Scenario, closed_form: bool = False) -> TrainingResult | ServingResult | OperationsResult:
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
     ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
     if scenario.workload == "serving":
@@ -61,11 +61,11 @@ def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingR
     return simulate_training(scenario, closed_form)
 
 
-def run_file(path: str | Path) -> Result | ServingResult | OperationsResult:
+def run_file(path: str | Path) -> TrainingResult | ServingResult | OperationsResult:
     return simulate(load_scenario(path))
 
 
-def run_dict(data: dict[str, Any]) -> Result | ServingResult | OperationsResult:
+def run_dict(data: dict[str, Any]) -> TrainingResult | ServingResult | OperationsResult:
     return simulate(parse_scenario(data))
 
 
@@ -92,7 +92,7 @@ def scenario_from_text(text: str, source: str = "scenario") -> Scenario:
     return parse_scenario(parse_yaml(text, source), source)
 
 
-def run_text(text: str, source: str = "scenario") -> Result | ServingResult | OperationsResult:
+def run_text(text: str, source: str = "scenario") -> TrainingResult | ServingResult | OperationsResult:
     return simulate(scenario_from_text(text, source))
 
 

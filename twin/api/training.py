@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from twin.api.specs import (
@@ -17,7 +17,7 @@ from twin.api.specs import (
 )
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
-from twin.engine.job import job_spec, job_summary, monte_carlo
+from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.engine.stage_costs import StepCosts, step_costs
@@ -25,12 +25,12 @@ from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import checkpoint_bytes_per_param
-from twin.jobs.model import Segment
+from twin.jobs.model import Event, Segment
 from twin.network.collectives import CommModel
 from twin.options import PRECISIONS, Fp8Recipe
 from twin.power.assess import Facility, assess, assess_at, facility
 from twin.power.capping import power_cap_factor
-from twin.results import PlanEstimate, Result
+from twin.results import PlanEstimate, TrainingResult
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model_flops_per_token, trainable_params
@@ -214,7 +214,7 @@ def _model_flops(b: Built) -> float:
     return model_flops_per_token(b.model, b.finetune, b.scenario.training.seq_len) * b.plan.tokens_per_step
 
 
-def simulate_training(scenario: Scenario, closed_form: bool = False) -> Result:
+def simulate_training(scenario: Scenario, closed_form: bool = False) -> TrainingResult:
     """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy."""
     built = build(scenario)
     if closed_form:
@@ -243,70 +243,69 @@ def _idle_reason(plan: ParallelPlan, tr: Training, cluster: ClusterSpec) -> str:
     return "; ".join(filter(None, [spares, reason]))
 
 
-def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> Result:
-    sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
-    gpu = cluster.node.gpu
-    gpus_used = plan.gpus
-    tokens_per_s = plan.tokens_per_step / step.step_s
-    ft = b.finetune
-    model_flops = _model_flops(b)
-    hardware_flops = hardware_flops_per_token(model, ft, tr.seq_len, plan.recompute) * plan.tokens_per_step
-    trained = trainable_params(model, ft)
-    peak = gpu.peak(tr.precision)
-    model_tflops = model_flops / step.step_s / gpus_used / 1e12
-    hardware_tflops = hardware_flops / step.step_s / gpus_used / 1e12
-    ideal_s = tr.tokens / tokens_per_s
-    time_s = ideal_s
-    warnings: list[str] = []
-    failures = None
-    segments: list[Segment] = []
-    events = []
-    interruptions, goodput, finished = 0.0, 1.0, True
-    policy = failure_policy_of(sc.failures, sc.cluster)
-    if sc.failures.enabled:
-        if ideal_s > policy.horizon_s:
-            finished = False
-            time_s = policy.horizon_s
-            segments = [Segment(0.0, time_s, "train")]
-            warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
-                            f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
-        else:
-            spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, trained, tr.precision,
-                            tr.tokens, gpus_used, plan.data, plan.tokens_per_step, step.step_s, ft.frozen)
-            stats = monte_carlo(spec, policy.seed, policy.samples)
-            failures = job_summary(spec, stats, policy.seed)
-            time_s = failures.time_to_train_s.p50
-            interruptions = failures.interruptions.p50
-            goodput = ideal_s / time_s
-            segments, events = stats.median.segments, stats.median.events
-            finished = stats.median.finished
-            if failures.finished_samples < failures.samples:
-                why = [f"{failures.stopped_at_horizon} reached the {fmt_duration(policy.horizon_s)} horizon "
-                       "(failures.horizon)" if failures.stopped_at_horizon else "",
-                       f"{failures.stopped_by_interruptions} stopped after {spec.max_interruptions:,} interruptions "
-                       "(the simulation's bound on failures)" if failures.stopped_by_interruptions else ""]
-                warnings.append(f"did not finish: of {failures.samples} samples, " + " and ".join(filter(None, why))
-                                + "; the times are lower bounds")
-    else:
-        segments = [Segment(0.0, time_s, "train")]
+@dataclass(frozen=True)
+class _JobRun:
+    """The job over the clock: its time, interruptions and timeline (the median run's when failures are on)."""
+    time_s: float
+    interruptions: float = 0.0
+    goodput: float = 1.0
+    finished: bool = True
+    failures: FailureSummary | None = None
+    segments: list[Segment] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
-    capacity = gpu.memory_bytes
+
+def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnings: list[str]) -> _JobRun:
+    """The job with failures (a Monte Carlo over samples), or the ideal run when failures are off."""
+    sc, tr, plan, cluster = b.scenario, b.scenario.training, b.plan, b.cluster
+    policy = failure_policy_of(sc.failures, sc.cluster)
+    if not sc.failures.enabled:
+        return _JobRun(ideal_s, segments=[Segment(0.0, ideal_s, "train")])
+    if ideal_s > policy.horizon_s:
+        warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
+                        f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
+        return _JobRun(policy.horizon_s, finished=False, segments=[Segment(0.0, policy.horizon_s, "train")])
+    spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, trained, tr.precision,
+                    tr.tokens, plan.gpus, plan.data, plan.tokens_per_step, step.step_s, b.finetune.frozen)
+    stats = monte_carlo(spec, policy.seed, policy.samples)
+    failures = job_summary(spec, stats, policy.seed)
+    time_s = failures.time_to_train_s.p50
+    if failures.finished_samples < failures.samples:
+        why = [f"{failures.stopped_at_horizon} reached the {fmt_duration(policy.horizon_s)} horizon "
+               "(failures.horizon)" if failures.stopped_at_horizon else "",
+               f"{failures.stopped_by_interruptions} stopped after {spec.max_interruptions:,} interruptions "
+               "(the simulation's bound on failures)" if failures.stopped_by_interruptions else ""]
+        warnings.append(f"did not finish: of {failures.samples} samples, " + " and ".join(filter(None, why))
+                        + "; the times are lower bounds")
+    return _JobRun(time_s, failures.interruptions.p50, ideal_s / time_s, stats.median.finished, failures,
+                   stats.median.segments, stats.median.events)
+
+
+def _memory_advice(b: Built, warnings: list[str]) -> list[str]:
+    """Whether the plan fits the GPU's memory; when it does not, the changes that would fit."""
+    tr, plan, cluster = b.scenario.training, b.plan, b.cluster
+    capacity = cluster.node.gpu.memory_bytes
     needed = b.memory.required_bytes
-    fits = needed <= capacity
-    advice: list[str] = []
-    if not fits:
-        over = needed - capacity
-        options = fitting_alternatives(model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus, ft,
-                                       b.fp8_recipe)
+    if needed > capacity:
+        options = fitting_alternatives(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
+                                       b.finetune, b.fp8_recipe)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
+        fixes = "; ".join(advice) if advice else "no single change of ZeRO, recompute, pipeline or tensor fits"
         warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
-                        f"({fmt_bytes(over)} over); " + ("; ".join(advice) if advice else
-                                                         "no single change of ZeRO, recompute, pipeline or tensor fits"))
-    elif b.memory.total_bytes > capacity:
+                        f"({fmt_bytes(needed - capacity)} over); " + fixes)
+        return advice
+    if b.memory.total_bytes > capacity:
         warnings.append(f"paged optimizer: {fmt_bytes(b.memory.total_bytes - capacity)} of optimizer states live in "
                         "host memory and are paged in for the optimizer step")
-    if gpus_used < cluster.work_gpus:
-        warnings.append(f"{cluster.gpus - gpus_used} of {cluster.gpus} GPUs idle: " + _idle_reason(plan, tr, cluster))
+    return []
+
+
+def _plan_warnings(b: Built, trained: int) -> list[str]:
+    """Idle GPUs, tensor parallelism across nodes, an interleaved schedule that is not, a checkpoint too large."""
+    tr, plan, cluster = b.scenario.training, b.plan, b.cluster
+    warnings = []
+    if plan.gpus < cluster.work_gpus:
+        warnings.append(f"{cluster.gpus - plan.gpus} of {cluster.gpus} GPUs idle: " + _idle_reason(plan, tr, cluster))
     if plan.tensor > cluster.node.gpus:
         warnings.append(f"tensor parallelism {plan.tensor} spans nodes ({cluster.node.gpus} GPUs per node): "
                         "its all-reduces run over the network")
@@ -315,53 +314,49 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
                         "training.parallelism.virtual_stages above 1 to interleave")
     capacity_bytes = cluster.storage.capacity_bytes
     if capacity_bytes is not None:
-        checkpoint_bytes = trained * checkpoint_bytes_per_param(tr.precision, ft.frozen)
+        checkpoint_bytes = trained * checkpoint_bytes_per_param(tr.precision, b.finetune.frozen)
         if checkpoint_bytes > capacity_bytes:
             warnings.append(f"storage: one checkpoint ({fmt_si(checkpoint_bytes, 'B')}) exceeds the storage capacity "
                             f"({fmt_si(capacity_bytes, 'B')}, cluster.storage.capacity)")
+    return warnings
 
+
+def _rates(b: Built, step: StepBreakdown) -> dict[str, float]:
+    """Throughput and FLOP rates of the step: tokens/s, model and hardware TFLOP/s per GPU, MFU and HFU."""
+    tr, plan = b.scenario.training, b.plan
+    hardware_flops = hardware_flops_per_token(b.model, b.finetune, tr.seq_len, plan.recompute) * plan.tokens_per_step
+    peak = b.cluster.node.gpu.peak(tr.precision)
+    model_tflops = _model_flops(b) / step.step_s / plan.gpus / 1e12
+    hardware_tflops = hardware_flops / step.step_s / plan.gpus / 1e12
+    return {"tokens_per_s": plan.tokens_per_step / step.step_s, "model_tflops_per_gpu": model_tflops,
+            "hardware_tflops_per_gpu": hardware_tflops, "mfu": model_tflops * 1e12 / peak,
+            "hfu": hardware_tflops * 1e12 / peak}
+
+
+def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> TrainingResult:
+    sc, tr, plan, model, cluster = b.scenario, b.scenario.training, b.plan, b.model, b.cluster
+    gpu = cluster.node.gpu
+    rates = _rates(b, step)
+    trained = trainable_params(model, b.finetune)
+    ideal_s = tr.tokens / rates["tokens_per_s"]
+    warnings: list[str] = []
+    job = _job_run(b, step, ideal_s, trained, warnings)
+    advice = _memory_advice(b, warnings)
+    warnings += _plan_warnings(b, trained)
     fabric = b.comm.summary()
-    pw = assess(cluster, step, gpus_used, site_of(sc.site, gpu.name), time_s, segments, fabric)
+    pw = assess(cluster, step, plan.gpus, site_of(sc.site, gpu.name), job.time_s, job.segments, fabric)
     warnings.extend(pw.warnings)
-    sources = {"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources()
-    return Result(
-        scenario=sc.name,
-        gpus_total=cluster.gpus,
-        gpus_used=gpus_used,
-        step_time_s=step.step_s,
-        tokens_per_s=tokens_per_s,
-        model_tflops_per_gpu=model_tflops,
-        hardware_tflops_per_gpu=hardware_tflops,
-        mfu=model_tflops * 1e12 / peak,
-        hfu=hardware_tflops * 1e12 / peak,
-        memory_per_gpu_bytes=b.memory.total_bytes,
-        memory_capacity_bytes=capacity,
-        memory_fits=fits,
-        ideal_time_to_train_s=ideal_s,
-        time_to_train_s=time_s,
-        gpu_hours=gpus_used * time_s / SECONDS_PER_HOUR,
-        interruptions=interruptions,
-        goodput=goodput,
-        finished=finished,
-        tokens=tr.tokens,
-        tokens_per_step=plan.tokens_per_step,
-        country=pw.site.code,
-        pue=sc.site.pue,
-        plan=plan,
-        stack=b.stack,
-        step=step,
-        memory=b.memory,
-        memory_advice=advice,
-        finetune=ft,
-        params=model.params,
+    return TrainingResult(
+        scenario=sc.name, gpus_total=cluster.gpus, gpus_used=plan.gpus, step_time_s=step.step_s, **rates,
+        memory_per_gpu_bytes=b.memory.total_bytes, memory_capacity_bytes=gpu.memory_bytes,
+        memory_fits=b.memory.required_bytes <= gpu.memory_bytes, ideal_time_to_train_s=ideal_s,
+        time_to_train_s=job.time_s, gpu_hours=plan.gpus * job.time_s / SECONDS_PER_HOUR,
+        interruptions=job.interruptions, goodput=job.goodput, finished=job.finished, tokens=tr.tokens,
+        tokens_per_step=plan.tokens_per_step, country=pw.site.code, pue=sc.site.pue, plan=plan, stack=b.stack,
+        step=step, memory=b.memory, memory_advice=advice, finetune=b.finetune, params=model.params,
         trainable_params=trained,
-        longest_seq_len=longest_sequence(model, plan, tr.precision, b.stack.attention, capacity, ft, b.fp8_recipe),
-        power=pw,
-        fabric=fabric,
-        failures=failures,
-        segments=segments,
-        events=events,
-        step_timeline=iteration.timeline if iteration else (),
-        warnings=warnings,
-        sources=sources,
-    )
+        longest_seq_len=longest_sequence(model, plan, tr.precision, b.stack.attention, gpu.memory_bytes, b.finetune,
+                                         b.fp8_recipe),
+        power=pw, fabric=fabric, failures=job.failures, segments=job.segments, events=job.events,
+        step_timeline=iteration.timeline if iteration else (), warnings=warnings,
+        sources={"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources())

@@ -9,6 +9,7 @@ drawn with their first units only (the rest are identical), and say so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -20,6 +21,8 @@ REACH_LABELS = {"none": "stays on one GPU", "node": "inside a node", "leaf": "ac
 # Most scalable units and switches per row drawn before the figure summarises the rest.
 MAX_UNITS_DRAWN = 8
 MAX_SWITCHES_DRAWN = 64
+# Width of one scalable unit in the drawing (axis units; the axis is hidden).
+UNIT_WIDTH = 10.0
 
 
 def _spread(count: int, left: float, right: float) -> list[float]:
@@ -29,56 +32,103 @@ def _spread(count: int, left: float, right: float) -> list[float]:
     return [left + i * step for i in range(count)]
 
 
-def fabric_figure(fabric: dict[str, Any]) -> go.Figure:
-    """A layered drawing of ``Result.fabric``: scalable units, leaves, spines, cores, and the links between them."""
-    fig = go.Figure()
-    units = list(fabric.get("su") or [])
-    drawn = units[:MAX_UNITS_DRAWN]
-    width = 10.0
-    line_x: list[float | None] = []
-    line_y: list[float | None] = []
+class _Links:
+    """The links between tiers, drawn as one trace of segments separated by gaps."""
 
-    def link(x0: float, y0: float, x1: float, y1: float) -> None:
-        line_x.extend([x0, x1, None])
-        line_y.extend([y0, y1, None])
+    def __init__(self) -> None:
+        self.x: list[float | None] = []
+        self.y: list[float | None] = []
 
-    su_x, leaf_x, leaf_text, leaf_su = [], [], [], []
+    def add(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        self.x.extend([x0, x1, None])
+        self.y.extend([y0, y1, None])
+
+
+@dataclass(frozen=True)
+class _Tier:
+    """One row of switches (or units) as drawn: x positions, hover texts, and for leaves their unit."""
+    x: list[float]
+    text: list[str]
+    unit: list[int]
+
+
+def _leaves(drawn: list[dict[str, Any]], links: _Links) -> tuple[list[float], _Tier]:
+    """Each drawn unit's x and its leaves above it, linked to it."""
+    su_x: list[float] = []
+    leaves = _Tier([], [], [])
     for i, row in enumerate(drawn):
-        x = i * width
+        x = i * UNIT_WIDTH
         su_x.append(x)
-        xs = _spread(min(row["leaves"], MAX_SWITCHES_DRAWN), x - 0.4 * width, x + 0.4 * width)
+        xs = _spread(min(row["leaves"], MAX_SWITCHES_DRAWN), x - 0.4 * UNIT_WIDTH, x + 0.4 * UNIT_WIDTH)
         for j, lx in enumerate(xs):
-            leaf_x.append(lx)
-            leaf_su.append(i)
-            leaf_text.append(f"leaf {j} of SU{row['index']}")
-            link(x, 0.0, lx, 1.0)
-    total_width = max(1, len(drawn)) * width
+            leaves.x.append(lx)
+            leaves.unit.append(i)
+            leaves.text.append(f"leaf {j} of SU{row['index']}")
+            links.add(x, 0.0, lx, 1.0)
+    return su_x, leaves
 
-    spine_x: list[float] = []
-    spine_text: list[str] = []
+
+def _spines(fabric: dict[str, Any], drawn: list[dict[str, Any]], su_x: list[float], leaves: _Tier,
+            links: _Links) -> _Tier:
+    """The spines: one row shared by every unit (global scope) or each unit's own, linked to their leaves."""
+    spines = _Tier([], [], [])
     if fabric.get("spine_scope", "global") == "global":
         count = min(fabric.get("spines", 0), MAX_SWITCHES_DRAWN)
-        spine_x = _spread(count, -0.4 * width, total_width - 0.6 * width)
-        spine_text = [f"spine {k}" for k in range(count)]
-        for lx in leaf_x:
-            for sx in spine_x:
-                link(lx, 1.0, sx, 2.0)
-    else:
-        for i, row in enumerate(drawn):
-            xs = _spread(min(row.get("spines", 0), MAX_SWITCHES_DRAWN), su_x[i] - 0.4 * width, su_x[i] + 0.4 * width)
-            spine_x += xs
-            spine_text += [f"spine {k} of SU{row['index']}" for k in range(len(xs))]
-            for lx, su in zip(leaf_x, leaf_su):
-                if su == i:
-                    for sx in xs:
-                        link(lx, 1.0, sx, 2.0)
-    core_count = min(fabric.get("cores", 0), MAX_SWITCHES_DRAWN)
-    core_x = _spread(core_count, -0.4 * width, total_width - 0.6 * width)
-    for sx in spine_x:
-        for cx in core_x:
-            link(sx, 2.0, cx, 3.0)
+        spines.x.extend(_spread(count, -0.4 * UNIT_WIDTH, max(1, len(drawn)) * UNIT_WIDTH - 0.6 * UNIT_WIDTH))
+        spines.text.extend(f"spine {k}" for k in range(count))
+        for lx in leaves.x:
+            for sx in spines.x:
+                links.add(lx, 1.0, sx, 2.0)
+        return spines
+    for i, row in enumerate(drawn):
+        xs = _spread(min(row.get("spines", 0), MAX_SWITCHES_DRAWN), su_x[i] - 0.4 * UNIT_WIDTH,
+                     su_x[i] + 0.4 * UNIT_WIDTH)
+        spines.x.extend(xs)
+        spines.text.extend(f"spine {k} of SU{row['index']}" for k in range(len(xs)))
+        for lx, su in zip(leaves.x, leaves.unit):
+            if su == i:
+                for sx in xs:
+                    links.add(lx, 1.0, sx, 2.0)
+    return spines
 
-    fig.add_trace(go.Scatter(x=line_x, y=line_y, mode="lines", line={"color": TIER_COLOURS["link"], "width": 0.5},
+
+def _cores(fabric: dict[str, Any], drawn: list[dict[str, Any]], spines: _Tier, links: _Links) -> _Tier:
+    """The cores, linked to every spine."""
+    count = min(fabric.get("cores", 0), MAX_SWITCHES_DRAWN)
+    cores = _Tier(_spread(count, -0.4 * UNIT_WIDTH, max(1, len(drawn)) * UNIT_WIDTH - 0.6 * UNIT_WIDTH),
+                  [f"core {k}" for k in range(count)], [])
+    for sx in spines.x:
+        for cx in cores.x:
+            links.add(sx, 2.0, cx, 3.0)
+    return cores
+
+
+def _title(fabric: dict[str, Any], drawn: int, units: int) -> str:
+    title = (f"{fabric.get('topology', 'fabric')}: {fabric.get('nodes', 0)} nodes, {fabric.get('gpus', 0)} GPUs, "
+             f"{fabric.get('leaves', 0)} leaves, {fabric.get('spines', 0)} spines, {fabric.get('cores', 0)} cores; "
+             f"bisection {fabric.get('bisection_Bps', 0) / 1e12:,.1f} TB/s")
+    return title + (f" (first {drawn} of {units} units drawn)" if units > drawn else "")
+
+
+def _group_legend(fig: go.Figure, fabric: dict[str, Any]) -> None:
+    """One legend entry per parallel group: how many, how large, where its traffic climbs to, its bus bandwidth."""
+    for kind, g in (fabric.get("groups") or {}).items():
+        fig.add_trace(go.Scatter(
+            x=[None], y=[None], mode="markers", marker={"size": 0, "color": "white"},
+            name=f"{kind} ×{g['count']} ({g['size']} GPUs): {REACH_LABELS.get(g['reach'], g['reach'])}, "
+                 f"{g['busbw_Bps'] / 1e9:,.0f} GB/s"))
+
+
+def fabric_figure(fabric: dict[str, Any]) -> go.Figure:
+    """A layered drawing of ``Result.fabric``: scalable units, leaves, spines, cores, and the links between them."""
+    units = list(fabric.get("su") or [])
+    drawn = units[:MAX_UNITS_DRAWN]
+    links = _Links()
+    su_x, leaves = _leaves(drawn, links)
+    spines = _spines(fabric, drawn, su_x, leaves, links)
+    cores = _cores(fabric, drawn, spines, links)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=links.x, y=links.y, mode="lines", line={"color": TIER_COLOURS["link"], "width": 0.5},
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(
         x=su_x, y=[0.0] * len(su_x), mode="markers+text", name="scalable units",
@@ -86,28 +136,15 @@ def fabric_figure(fabric: dict[str, Any]) -> go.Figure:
         text=[f"SU{r['index']}" for r in drawn], textposition="bottom center",
         hovertext=[f"SU{r['index']}: {r['nodes']} nodes, {r['gpus']} GPUs, {r['leaves']} leaves" for r in drawn],
         hoverinfo="text"))
-    for name, xs, y, texts, colour in (("leaves", leaf_x, 1.0, leaf_text, TIER_COLOURS["leaf"]),
-                                       ("spines", spine_x, 2.0, spine_text, TIER_COLOURS["spine"]),
-                                       ("cores", core_x, 3.0, [f"core {k}" for k in range(core_count)],
-                                        TIER_COLOURS["core"])):
-        if xs:
-            fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", name=name,
-                                     marker={"size": 9, "color": colour}, hovertext=texts, hoverinfo="text"))
-
-    for kind, g in (fabric.get("groups") or {}).items():
-        fig.add_trace(go.Scatter(
-            x=[None], y=[None], mode="markers", marker={"size": 0, "color": "white"},
-            name=f"{kind} ×{g['count']} ({g['size']} GPUs): {REACH_LABELS.get(g['reach'], g['reach'])}, "
-                 f"{g['busbw_Bps'] / 1e9:,.0f} GB/s"))
-
-    hidden = len(units) - len(drawn)
-    title = (f"{fabric.get('topology', 'fabric')}: {fabric.get('nodes', 0)} nodes, {fabric.get('gpus', 0)} GPUs, "
-             f"{fabric.get('leaves', 0)} leaves, {fabric.get('spines', 0)} spines, {fabric.get('cores', 0)} cores; "
-             f"bisection {fabric.get('bisection_Bps', 0) / 1e12:,.1f} TB/s")
-    if hidden > 0:
-        title += f" (first {len(drawn)} of {len(units)} units drawn)"
+    for name, tier, y, colour in (("leaves", leaves, 1.0, TIER_COLOURS["leaf"]),
+                                  ("spines", spines, 2.0, TIER_COLOURS["spine"]),
+                                  ("cores", cores, 3.0, TIER_COLOURS["core"])):
+        if tier.x:
+            fig.add_trace(go.Scatter(x=tier.x, y=[y] * len(tier.x), mode="markers", name=name,
+                                     marker={"size": 9, "color": colour}, hovertext=tier.text, hoverinfo="text"))
+    _group_legend(fig, fabric)
     fig.update_layout(
-        title=title, showlegend=True, legend={"orientation": "h", "y": -0.15},
+        title=_title(fabric, len(drawn), len(units)), showlegend=True, legend={"orientation": "h", "y": -0.15},
         xaxis={"visible": False}, plot_bgcolor="white",
         yaxis={"tickvals": [0, 1, 2, 3], "ticktext": ["nodes", "leaf", "spine", "core"], "range": [-0.6, 3.4],
                "showgrid": False},

@@ -43,7 +43,8 @@ from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
 from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
                           recompute_levels)
-from twin.results import FitOption, FitReport, FitRow, PlanEstimate, PlanSearch, RankedPlan, Result
+from twin.results import PlanEstimate, Result
+from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity

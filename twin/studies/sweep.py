@@ -21,7 +21,7 @@ import pyarrow as pa
 from twin import __version__
 from twin.api import parse_scenario, simulate, with_overrides
 from twin.errors import ScenarioError
-from twin.results import SweepReport
+from twin.studies.records import SweepReport
 from twin.studies import store
 from twin.studies.executor import Executor, InProcess, run_batches
 from twin.studies.progress import Progress

@@ -1,4 +1,4 @@
-"""What a validation case is compared on: one number from a Result or a collective.
+"""What a validation case is compared on: one number from a TrainingResult or a collective.
 
 Each metric names its unit and the display scale. ``throughput`` marks the
 training-speed figures that the accuracy targets apply to (docs/validation.md).
@@ -9,20 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from twin.results import Result
+from twin.results import TrainingResult
 from twin.units import SECONDS_PER_DAY
 
 
 @dataclass(frozen=True)
 class Metric:
-    kind: str                                   # run (a scenario's Result) | collective (a bus bandwidth)
+    kind: str                                   # run (a scenario's TrainingResult) | collective (a bus bandwidth)
     unit: str                                   # the unit of ``published`` in case files
     throughput: bool
-    extract: Callable[[Result], float] | None = None
+    extract: Callable[[TrainingResult], float] | None = None
     description: str = ""
 
 
-def _interruptions_per_day(r: Result) -> float:
+def _interruptions_per_day(r: TrainingResult) -> float:
     days = r.time_to_train_s / SECONDS_PER_DAY
     return r.interruptions / days if days > 0 else 0.0
 
@@ -52,5 +52,5 @@ METRICS: dict[str, Metric] = {
 }
 
 
-def _allocated_bytes(r: Result) -> float:
+def _allocated_bytes(r: TrainingResult) -> float:
     return r.memory.total_bytes - r.memory.runtime_bytes

@@ -1,0 +1,41 @@
+"""The terminal summary of ``python -m twin capacity`` (``CapacityResult.to_dict()``): the highest rate each
+deployment sustains within the SLO, and the bisection that found it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twin.report.format import ms, rate, slo, table
+
+
+def _capacity_row(r: dict[str, Any]) -> list[str]:
+    if not r["memory_fits"]:
+        return [r["label"], "does not fit", "", "", ""] + ([""] if r["target"] else [])
+    row = [r["label"], rate(r["per_replica_rate_per_s"]), rate(r["per_gpu_rate_per_s"]),
+           f"{rate(r['rate_per_s'])} ({r['replicas']:,})", rate(r["offline_requests_per_s"])]
+    t = r["target"]
+    if t:
+        row.append(f"{t['replicas']:,} replicas, {t['gpus']:,} GPUs"
+                   + (f" ({t['devices']:,} instances)" if t["devices"] != t["gpus"] else ""))
+    return row
+
+
+def capacity_summary(record: dict[str, Any]) -> str:
+    """The terminal summary of ``python -m twin capacity`` (``CapacityResult.to_dict()``)."""
+    r = record
+    out = [f"twin capacity — {r['scenario']}", "", f"SLO           {slo(r['slo'])}"]
+    rows = [_capacity_row(x) for x in [r, *(r.get("alternatives") or [])]]
+    target = r["target"]
+    header = ["deployment", "per replica", "per GPU", "deployment (replicas)", "offline"]
+    if target:
+        header.append(f"for {rate(target['target_rate_per_s'])}")
+    out += ["", table(rows, header)]
+    sweep = r["sweep"]
+    if sweep:
+        out += ["", f"Bisection of {r['label']}", ""]
+        out.append(table([[rate(p["rate_per_s"]), f"{p['output_tokens_per_s']:,.0f}", ms(p["ttft_s"]["p99"]),
+                           ms(p["tpot_s"]["p99"]), "met" if p["slo_met"] else "not met"] for p in sweep],
+                         ["offered", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO"]))
+    for x in [r, *(r.get("alternatives") or [])]:
+        out += [f"warning: {w}" for w in x["warnings"]]
+    return "\n".join(out)

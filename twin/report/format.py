@@ -1,0 +1,89 @@
+"""The formatting every report shares: aligned tables and amounts with their units, as planners read them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twin.units import fmt_duration
+
+# The fine-tuning methods in words.
+METHOD_NAMES = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain aligned text table."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def mass(kg: float) -> str:
+    """CO2e as planners read it: '350 kg CO2e', '1,234.5 t CO2e'."""
+    return f"{kg:,.1f} kg CO2e" if kg < 1e3 else f"{kg / 1e3:,.1f} t CO2e"
+
+
+def eur(amount: float | None) -> str:
+    """An amount of euros, cents below 100 EUR; n/a when there is none."""
+    if amount is None:
+        return "n/a"
+    return f"{amount:,.2f} EUR" if amount < 100 else f"{amount:,.0f} EUR"
+
+
+def euros(amount: float) -> str:
+    """An amount of euros in a study's table: millions as 'M EUR', three digits below 100 EUR."""
+    if abs(amount) >= 1e6:
+        return f"{amount / 1e6:,.2f} M EUR"
+    return f"{amount:,.0f} EUR" if abs(amount) >= 100 else f"{amount:.3g} EUR"
+
+
+def tonnes(kg: float) -> str:
+    """CO2e in a study's table: tonnes from 1,000 kg, three digits below."""
+    return f"{kg / 1000.0:,.1f} t CO2e" if abs(kg) >= 1000 else f"{kg:.3g} kg CO2e"
+
+
+def cell(value: Any) -> str:
+    """A value of a study's table as text: '-' for none, floats in their shortest form."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def ms(seconds: float | None) -> str:
+    """A latency in the unit a reader expects (ms below a second); n/a when there is none."""
+    return "n/a" if seconds is None else fmt_duration(seconds)
+
+
+def triple(p: dict[str, float] | None) -> str:
+    """P50 / P90 / P99 latencies; n/a when there are none."""
+    return "n/a" if not p else " / ".join(ms(p[q]) for q in ("p50", "p90", "p99"))
+
+
+def rate(rate_per_s: float | None) -> str:
+    """An arrival rate in requests/s; None is the offline load."""
+    return "offline (every request queued at t = 0)" if rate_per_s is None else f"{rate_per_s:,.3g} requests/s"
+
+
+def slo(targets: dict[str, float | None]) -> str:
+    """A serving SLO's targets in words ('none' when it sets none)."""
+    parts = [f"{name} ≤ {ms(targets[key])}" for name, key in (("p99 TTFT", "ttft_p99_s"), ("p99 TPOT", "tpot_p99_s"))
+             if targets[key] is not None]
+    return ", ".join(parts) if parts else "none"
+
+
+def duration(seconds: float) -> str:
+    """A duration, with no wait written as 0 s."""
+    return "0 s" if seconds == 0 else fmt_duration(seconds)
+
+
+def spread(p: dict[str, Any], fmt=duration) -> str:
+    """P50 / P90 / P99 of a percentile record; n/a when it counts nothing."""
+    if not p or not p.get("count"):
+        return "n/a"
+    return " / ".join(fmt(p[q]) for q in ("p50", "p90", "p99"))
+
+
+def times(value: float) -> str:
+    """A ratio as '1.25x'."""
+    return f"{value:.2f}x"

@@ -1,0 +1,21 @@
+"""The result records: what a run of the twin answers, and their JSON form.
+
+The layers below return typed records (frozen dataclasses); this package alone turns them into JSON.
+``core`` holds what every record shares (``Result``: scenario, workload, schema version, warnings,
+sources; the serialiser and the JSON helpers); ``training``, ``serving`` (serving and capacity) and
+``operations`` hold one record per workload. Top-level keys are a user-facing contract
+(docs/results.md); values are SI (seconds, bytes, watts) except where the key names another unit
+(kWh, kg, EUR, TFLOP/s). Study records (plan search, sweep, fit) live in ``twin.studies.records``.
+"""
+
+from twin.results.core import LIST_SEPARATOR, SCHEMA_VERSION, Layout, Record, Result, finite, flatten, plain, serialise
+from twin.results.operations import CarbonAware, OperationsResult, operations_record
+from twin.results.power import power_record
+from twin.results.serving import CapacityResult, ServingResult, capacity_record, serving_record
+from twin.results.training import PlanEstimate, TrainingResult, finetune_record, training_record
+
+__all__ = [
+    "LIST_SEPARATOR", "SCHEMA_VERSION", "CapacityResult", "CarbonAware", "Layout", "OperationsResult", "PlanEstimate",
+    "Record", "Result", "ServingResult", "TrainingResult", "capacity_record", "finetune_record", "finite", "flatten",
+    "operations_record", "plain", "power_record", "serialise", "serving_record", "training_record",
+]

@@ -1,0 +1,177 @@
+"""The records of serving scenarios: one deployment over the load (``ServingResult``) and the highest
+rate it sustains within its SLO (``CapacityResult``), docs/results.md "Serving records" and "Capacity
+records". Each record's keys are its dataclass fields, in order, plus those its ``Layout`` derives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from twin.power.serving import ServingPower
+from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, grouped, plain
+from twin.serving.capacity import Capacity, Sizing
+from twin.serving.deployment import ServingRun
+from twin.serving.kv_cache import MemoryPlan
+from twin.serving.specs import SLOSpec
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compared(Result):
+    """A serving record followed by the deployments it is compared with (``alternatives``, records of the
+    same kind, after the record's own keys)."""
+    alternatives: tuple[Compared, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
+
+
+def _throughput(r: ServingResult) -> dict[str, Any]:
+    run, mem = r.run, r.memory
+    return {
+        "requests_per_s": run.requests_per_s if run else None,
+        "output_tokens_per_s": run.output_tokens_per_s if run else None,
+        "tokens_per_s": run.tokens_per_s if run else None,
+        "ttft_s": plain(run.ttft_s if run else None),
+        "tpot_s": plain(run.tpot_s if run else None),
+        "e2e_latency_s": plain(run.e2e_latency_s if run else None),
+        "kv_cache_capacity_tokens": mem.kv_capacity_tokens,
+        "memory_per_gpu_bytes": mem.total_bytes,
+        "memory_capacity_bytes": mem.hbm_bytes,
+    }
+
+
+def _per_million(r: ServingResult) -> dict[str, Any]:
+    pw = r.power
+    return {
+        "energy_per_million_output_tokens_kwh": pw.facility_per_million_output_tokens_kwh if pw else None,
+        "energy_per_million_output_tokens_it_kwh": pw.energy_per_million_output_tokens_kwh if pw else None,
+        "cost_per_million_output_tokens_eur": pw.cost_eur() if pw else {},
+        "carbon_per_million_output_tokens_kg": pw.carbon_kg() if pw else {},
+        "avg_power_it_w": pw.avg_power_it_w if pw else None,
+        "slo_met": bool(r.run.slo_met) if r.run else False,
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _memory(r: ServingResult) -> dict[str, Any]:
+    mem = r.memory
+    return {
+        "memory_breakdown_bytes": {
+            "weights": mem.weights_bytes - mem.weights_grace_bytes, "reserve": mem.reserve_bytes,
+            "kv_cache": mem.kv_hbm_tokens * mem.kv_bytes_per_token,
+            "weights_grace": mem.weights_grace_bytes, "kv_cache_grace": mem.kv_host_tokens * mem.kv_bytes_per_token,
+        },
+        "kv_bytes_per_token": mem.kv_bytes_per_token,
+    }
+
+
+def _engine(r: ServingResult) -> dict[str, Any]:
+    run = r.run
+    return {"engine": None if run is None else {
+        "iterations": run.engine.iterations, "clock_advances": run.engine.steps,
+        "busy_fraction": run.busy_fraction, "makespan_s": run.engine.makespan_s,
+        "preemptions": run.engine.preemptions, "max_running": run.engine.max_running,
+        "kv_peak_tokens": run.engine.kv_peak_tokens,
+    }}
+
+
+def _power(r: ServingResult) -> dict[str, Any] | None:
+    pw = r.power
+    return None if pw is None else {
+        "gpu_avg_w": pw.gpu_avg_w, "avg_power_it_w": pw.avg_power_it_w,
+        "rental_per_million_output_tokens_eur": pw.rental_per_million_output_tokens_eur,
+        "countries": plain(pw.countries),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingResult(Compared):
+    """The answer for a serving scenario: one deployment over the load, and the alternatives it is compared with.
+
+    ``run`` and ``power`` are None when the deployment cannot hold the load (``memory_fits`` False):
+    the warnings say by how much and what would fit.
+    """
+    workload: ClassVar[str] = "serving"
+    layout: ClassVar[Layout] = Layout(
+        convert={"power": _power},
+        after={"label": _throughput, "gpus_used": _per_million, "memory": _memory, "run": _engine},
+        omit=frozenset({"memory", "run", "alternatives"}))
+    label: str                       # the deployment in words
+    memory_fits: bool
+    gpus_total: int                  # every GPU of the cluster
+    gpus_used: int                   # physical GPUs the replicas occupy
+    slo: SLOSpec
+    rate_per_s: float | None         # offered arrival rate, whole deployment (None: offline)
+    model: str = grouped("deployment")
+    node: str = grouped("deployment")
+    gpu: str = grouped("deployment")
+    mig: str | None = grouped("deployment")
+    precision: str = grouped("deployment")
+    kv_cache: str = grouped("deployment")
+    tensor: int = grouped("deployment")
+    pipeline: int = grouped("deployment")
+    replicas: int = grouped("deployment")
+    devices_per_replica: int = grouped("deployment")  # GPUs, or MIG instances, of one replica
+    instances_used: int = grouped("deployment")       # GPUs, or MIG instances, the replicas run on
+    memory: MemoryPlan               # one GPU (or instance) of a replica
+    memory_advice: list[str] = field(default_factory=list)
+    run: ServingRun | None = None
+    country: str
+    pue: float
+    power: ServingPower | None = None
+
+
+def _capacity(r: CapacityResult) -> dict[str, Any]:
+    cap = r.capacity
+    per_replica = cap.per_replica_rate_per_s if cap else 0.0
+    return {
+        "per_replica_rate_per_s": per_replica,
+        "per_gpu_rate_per_s": per_replica / r.gpus_per_replica,
+        "rate_per_s": cap.rate_per_s if cap else 0.0,
+        "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
+        "slo_bound": cap.slo_bound if cap else False,
+        "memory_fits": cap is not None,
+    }
+
+
+def _sweep(r: CapacityResult) -> dict[str, Any]:
+    runs = r.capacity.sweep if r.capacity else ()
+    return {
+        "target": plain(r.sizing) if r.sizing else None,
+        "sweep": [{"rate_per_s": run.rate_per_s, "requests_per_s": run.requests_per_s,
+                   "output_tokens_per_s": run.output_tokens_per_s, "ttft_s": plain(run.ttft_s),
+                   "tpot_s": plain(run.tpot_s), "slo_met": bool(run.slo_met)} for run in runs],
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityResult(Compared):
+    """The highest rate a serving deployment sustains within its SLO, and what a target rate needs."""
+    workload: ClassVar[str] = "serving"
+    layout: ClassVar[Layout] = Layout(
+        after={"capacity": _capacity, "instances_per_gpu": lambda r: {"gpus_per_replica": r.gpus_per_replica},
+               "sizing": _sweep},
+        omit=frozenset({"capacity", "sizing", "alternatives"}))
+    label: str
+    capacity: Capacity | None        # None when the deployment cannot hold the load (``memory_fits``)
+    slo: SLOSpec
+    replicas: int
+    devices_per_replica: int         # GPUs, or MIG instances
+    instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
+    sizing: Sizing | None = None
+
+    @property
+    def gpus_per_replica(self) -> float:
+        return self.devices_per_replica / self.instances_per_gpu
+
+
+def serving_record(r: ServingResult) -> dict[str, Any]:
+    """The JSON record of a serving result (docs/results.md, "Serving records")."""
+    return r.record()
+
+
+def capacity_record(r: CapacityResult) -> dict[str, Any]:
+    """The JSON record of ``python -m twin capacity`` (docs/results.md, "Capacity records")."""
+    return r.record()
