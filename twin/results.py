@@ -25,11 +25,13 @@ from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Quantiles, Timeline, Utilisation, Waits
 from twin.power.assess import PowerAssessment
+from twin.power.cooling import BuildingYear
 from twin.power.serving import ServingPower
 from twin.serving.capacity import Capacity, Sizing
 from twin.serving.deployment import Percentiles, ServingRun
 from twin.serving.kv_cache import MemoryPlan
 from twin.serving.specs import SLOSpec
+from twin.storage.assess import StorageReport
 from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
@@ -80,6 +82,8 @@ class Result:
     step_timeline: tuple[Span, ...] = ()
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    storage: StorageReport | None = None           # training.data: the data path and the file system
+    building: BuildingYear | None = None           # site.cooling: PUE per hour and per year
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -447,9 +451,28 @@ def training_record(r: Result, timelines: bool = True) -> dict[str, Any]:
         "step_timeline": _plain(list(r.step_timeline)) if timelines else None,
         "warnings": list(r.warnings),
         "sources": dict(r.sources),
+        "storage": storage_record(r.storage),
+        "building": building_record(r.building, timelines),
     }
     if not timelines:
         del record["timeline"], record["step_timeline"]
+    return record
+
+
+def storage_record(s: StorageReport | None) -> dict[str, Any] | None:
+    """``Result.storage`` (docs/results.md): the dataset, the feed of a step, staging and checkpoints."""
+    if s is None:
+        return None
+    return _plain(s) | {"starved": s.feed.starved, "feed_s": s.feed.feed_s, "demand_Bps": s.feed.demand_Bps}
+
+
+def building_record(b: BuildingYear | None, timelines: bool = True) -> dict[str, Any] | None:
+    """``Result.building`` (docs/results.md); the 8,760 hourly values only with the timelines."""
+    if b is None:
+        return None
+    record = _plain(b)
+    if not timelines:
+        del record["hourly_pue"], record["hourly_outdoor_c"]
     return record
 
 

@@ -1,7 +1,7 @@
 """The building: PUE as a result of a cooling design and the site's climate, hour by hour.
 
 Hourly outdoor temperature (no hourly record is shipped): each month's climate normal
-(mean ``T̄`` and mean daily range ``ΔT``, ``catalog/data/climate.yaml``) gives every day of
+(mean ``T̄`` and mean daily range ``ΔT``, ``catalog/data/climates.yaml``) gives every day of
 the month the same cosine day, warmest at 15 h and coolest at 3 h local time:
 
     T(h) = T̄ + ΔT/2 · cos(2π (h − 15) / 24)
@@ -57,7 +57,7 @@ ADIABATIC_DEPRESSION_C = 8.0
 
 @dataclass(frozen=True)
 class Climate:
-    """A country's representative monthly climate normal (``catalog/data/climate.yaml``)."""
+    """A country's representative monthly climate normal (``catalog/data/climates.yaml``)."""
     country: str
     station: str
     mean_c: tuple[float, ...]             # 12 monthly means
@@ -67,7 +67,7 @@ class Climate:
 
 @dataclass(frozen=True)
 class CoolingDesign:
-    """A cooling design (``catalog/data/cooling.yaml``); fractions are W per W of heat."""
+    """A cooling design (``catalog/data/cooling_designs.yaml``); fractions are W per W of heat."""
     name: str
     supply_c: float
     approach_c: float
@@ -85,7 +85,7 @@ class CoolingDesign:
 @lru_cache(maxsize=None)
 def climate(country: str, field_name: str = "site.country") -> Climate:
     """A country's climate normal; unknown countries are a ScenarioError naming ``field_name``."""
-    row = catalog.entry("climate", country.upper(), field_name)
+    row = catalog.entry("climates", country.upper(), field_name)
     return Climate(country.upper(), row["station"], tuple(float(v) for v in row["mean_c"]),
                    tuple(float(v) for v in row["range_c"]), row.get("source", ""))
 
@@ -93,7 +93,7 @@ def climate(country: str, field_name: str = "site.country") -> Climate:
 @lru_cache(maxsize=None)
 def cooling_design(name: str, field_name: str = "site.cooling.design") -> CoolingDesign:
     """A catalog cooling design by name."""
-    row = catalog.entry("cooling", name, field_name)
+    row = catalog.entry("cooling_designs", name, field_name)
     known = {f for f in CoolingDesign.__dataclass_fields__ if f not in ("name",)}
     return CoolingDesign(name=name, **{k: v for k, v in row.items() if k in known})
 

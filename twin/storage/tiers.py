@@ -23,7 +23,7 @@ TIER_KINDS: tuple[str, ...] = ("object", "parallel-fs", "local-nvme")
 
 @dataclass(frozen=True)
 class StorageTier:
-    """One storage tier in SI units (``catalog/data/storage.yaml``)."""
+    """One storage tier in SI units (``catalog/data/storage_tiers.yaml``)."""
     name: str
     kind: TierKind
     capacity_bytes: float | None          # None: unbounded (object storage); per node when per_node
@@ -60,8 +60,8 @@ class StorageTier:
 @lru_cache(maxsize=None)
 def tier_spec(name: str, field_name: str = "storage") -> StorageTier:
     """A catalog tier by name; an unknown name is a ScenarioError naming ``field_name``."""
-    row = catalog.entry("storage", name, field_name)
-    where = f"catalog storage.{name}"
+    row = catalog.entry("storage_tiers", name, field_name)
+    where = f"catalog storage_tiers.{name}"
     capacity = row.get("capacity")
     return StorageTier(
         name=name, kind=row["kind"],
