@@ -49,3 +49,26 @@ def test_dc5_pue_is_a_result_of_its_climate():
 def test_scenarios_without_the_sections_are_untouched():
     r = _run("scenarios/jeroboam.yaml")
     assert r.storage is None and r.building is None and r.step.data_s == 0.0
+
+
+def test_data_preparation_before_the_superpod_run():
+    """100 TB tokenised on 10,000 vCPUs at 50 MB/s per 16 cores: 100e12 / (10,000 x 3.125e6) = 3,200 s;
+    10,000 core x 3,200 s = 8,889 core-hours at 0.01 EUR = 88.9 EUR."""
+    p = _run(DC5, {"failures.enabled": False}).storage.prepare
+    assert p.time_s == pytest.approx(3200) and p.cost == pytest.approx(10_000 * 3200 / 3600 * 0.01)
+
+
+@pytest.mark.parametrize("path, changes, field", [
+    (VIDEO, {"training.data.tier": "ddn-jerobom"}, "training.data.tier"),
+    (VIDEO, {"training.data.staged_from": "s3"}, "training.data.staged_from"),
+    (VIDEO, {"training.data.prepare": {"input": "1 TB", "cores": 8, "core_hour_price": "9 EUR/core-h"}},
+     "training.data.prepare.core_hour_price"),
+    (VIDEO, {"training.data.retention": {"keep_last": 0}}, "training.data.retention.keep_last"),
+    (DC5, {"site.cooling": {"design": "chilerless"}}, "site.cooling.design"),
+    (DC5, {"site.pue": 1.2}, "pue or cooling, not both"),
+    (VIDEO, {"site.cooling": {"design": "chiller-less"}}, "pue or cooling, not both"),
+])
+def test_bad_data_and_cooling_input_names_the_field(path, changes, field):
+    from twin.errors import ScenarioError
+    with pytest.raises(ScenarioError, match=field.replace(".", r"\.")):
+        _run(path, changes)

@@ -18,6 +18,7 @@ from twin.storage.assess import StorageJob, StorageReport, assess_storage, verdi
 from twin.storage.checkpoints import Retention
 from twin.storage.datasets import DatasetSpec, dataset_spec
 from twin.storage.loading import DEFAULT_CPU_CORES_PER_NODE, DataFeed, data_feed
+from twin.storage.preparation import prepare_job
 from twin.storage.tiers import StorageTier, tier_spec
 from twin.units import fmt_si
 
@@ -80,7 +81,13 @@ def storage_of(scenario: Scenario, cluster: ClusterSpec, result: Result, step_s:
                      result.time_to_train_s, interval, d.cpu_cores_per_node or DEFAULT_CPU_CORES_PER_NODE)
     source = tier_spec(d.staged_from, f"{FIELD}.staged_from") if d.staged_from else None
     nvme = tier_spec(d.local_nvme, f"{FIELD}.local_nvme") if d.local_nvme else None
-    return assess_storage(job, data, read, fs, source, nvme, Retention(d.retention.keep_last, d.retention.every_nth))
+    report = assess_storage(job, data, read, fs, source, nvme, Retention(d.retention.keep_last, d.retention.every_nth))
+    p = d.prepare
+    if p is None:
+        return report
+    price = p.core_hour_price
+    return replace(report, prepare=prepare_job(p.kind, p.input, p.cores, price[0] if price else None),
+                   prepare_currency=price[1] if price else None)
 
 
 def storage_warnings(report: StorageReport) -> list[str]:

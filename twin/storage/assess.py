@@ -16,6 +16,7 @@ from twin.hardware.specs import NodeSpec
 from twin.storage.checkpoints import (AsyncCheckpoint, Retention, StorageUse, async_checkpoint, storage_use)
 from twin.storage.datasets import DatasetSpec
 from twin.storage.loading import DataFeed, Staging, data_feed, staging
+from twin.storage.preparation import PrepareJob
 from twin.storage.tiers import StorageTier
 from twin.units import fmt_si
 
@@ -35,6 +36,8 @@ class StorageReport:
     use: StorageUse
     async_nvme: AsyncCheckpoint | None
     verdict: str                          # which tier starves the GPUs and by how much, or that none does
+    prepare: PrepareJob | None = None     # the data-preparation job before training
+    prepare_currency: str | None = None
 
 
 @dataclass(frozen=True)
