@@ -63,7 +63,8 @@ def pue_by_hour_figure(result: dict[str, Any]) -> go.Figure:
     hourly = np.array(b.get("hourly_pue") or [], dtype=float)
     days = hourly.reshape(-1, 24).T if hourly.size % 24 == 0 and hourly.size else np.zeros((24, 1))
     fig = go.Figure(go.Heatmap(z=days, x=np.arange(1, days.shape[1] + 1), y=np.arange(24), colorscale="Viridis",
-                               colorbar={"title": "PUE"}, hovertemplate="day %{x}, %{y} h: PUE %{z:.3f}<extra></extra>"))
+                               colorbar={"title": "PUE"},
+                               hovertemplate="day %{x}, %{y} h: PUE %{z:.3f}<extra></extra>"))
     fig.update_layout(title=f"{b.get('design', '')} at {b.get('country', '')}: yearly PUE {b.get('pue', 0):.3f}",
                       xaxis_title="day of the year", yaxis_title="hour of the day", height=320,
                       margin={"l": 60, "r": 20, "t": 50, "b": 40}, title_font_size=12)

@@ -319,7 +319,8 @@ class CommModel:
             groups={},
             order=None,
             networks=self._networks(c),
-            peaks=peak_rows(self.cluster.node, int(g.graph["nodes"]), int(g.graph.get("nodes_per_su", g.graph["nodes"]))),
+            peaks=peak_rows(self.cluster.node, int(g.graph["nodes"]),
+                            int(g.graph.get("nodes_per_su", g.graph["nodes"]))),
         )
         return found
 
