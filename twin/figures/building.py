@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from twin.figures.colours import LIMIT_LINE, PART_COLOURS
+from twin.units import SECONDS_PER_HOUR
 
 TB = 1e12
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -44,15 +45,18 @@ def data_path_figure(result: dict[str, Any]) -> go.Figure:
 
 
 def storage_use_figure(result: dict[str, Any]) -> go.Figure:
-    """File-system use after each checkpoint, against its capacity."""
-    use = (result.get("storage") or {}).get("use") or {}
+    """File-system use after each checkpoint over the run (hours), against its capacity."""
+    storage = result.get("storage") or {}
+    use = storage.get("use") or {}
     used = np.array(use.get("used_bytes") or [], dtype=float) / TB
-    fig = go.Figure(go.Scatter(x=np.arange(1, len(used) + 1), y=used, mode="lines", name="dataset + checkpoints",
-                               line={"color": PART_COLOURS["optimizer"]}))
+    hours = np.arange(1, len(used) + 1) * (storage.get("checkpoint_interval_s") or 0.0) / SECONDS_PER_HOUR
+    fig = go.Figure(go.Scatter(x=hours, y=used, mode="lines+markers", name="dataset + checkpoints",
+                               line={"color": PART_COLOURS["optimizer"]},
+                               hovertemplate="%{x:.3g} h: %{y:.4g} TB<extra></extra>"))
     if use.get("capacity_bytes"):
         fig.add_hline(y=use["capacity_bytes"] / TB, line={"color": LIMIT_LINE, "dash": "dash"},
                       annotation_text="capacity")
-    fig.update_layout(xaxis_title="checkpoints written", yaxis_title="TB on the file system", height=320,
+    fig.update_layout(xaxis_title="hours of training", yaxis_title="TB on the file system", height=320,
                       margin={"l": 60, "r": 20, "t": 30, "b": 40})
     return fig
 

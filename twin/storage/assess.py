@@ -32,6 +32,7 @@ class StorageReport:
     staging: Staging | None
     checkpoint_bytes: float
     checkpoints_written: int              # over the run, at its checkpoint interval
+    checkpoint_interval_s: float | None   # None: no interval known (no failures, interval auto)
     retention: Retention
     use: StorageUse
     async_nvme: AsyncCheckpoint | None
@@ -78,4 +79,5 @@ def assess_storage(job: StorageJob, data: DatasetSpec, read_tier: StorageTier, f
     use = storage_use(written, job.checkpoint_bytes, dataset_on_fs, fs.capacity_for(job.nodes), retention,
                       MAX_LISTED_CHECKPOINTS)
     nv = async_checkpoint(job.checkpoint_bytes, nvme, fs, job.node, job.nodes) if nvme is not None else None
-    return StorageReport(data, feed, staged, job.checkpoint_bytes, written, retention, use, nv, verdict(feed))
+    return StorageReport(data, feed, staged, job.checkpoint_bytes, written, job.checkpoint_interval_s, retention, use,
+                         nv, verdict(feed))
