@@ -46,3 +46,8 @@ def test_cli_prints_networks_and_peaks(capsys):
     out = capsys.readouterr().out
     assert "Networks" in out and "FP8 Tensor Core with sparsity" in out and "4.02 EFLOPS" in out
     assert "RA-11333-001" in out
+
+
+def test_a_cluster_smaller_than_a_scalable_unit_is_its_own_unit():
+    rows = peak_rows(node_spec("dgx-h100"), 1, 32)
+    assert all(r.scalable_unit == r.cluster == r.node for r in rows)

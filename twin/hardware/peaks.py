@@ -36,7 +36,11 @@ class PeakRow:
 
 
 def peak_rows(node: NodeSpec, nodes: int, nodes_per_su: int) -> tuple[PeakRow, ...]:
-    """Dense and sparse peaks of every precision the GPU has, per GPU, node, SU and cluster."""
+    """Dense and sparse peaks of every precision the GPU has, per GPU, node, SU and cluster.
+
+    A cluster smaller than one scalable unit is its own unit (``min(nodes_per_su, nodes)`` nodes).
+    """
+    su_nodes = min(nodes_per_su, nodes)
     rows = []
     for precision, dense in node.gpu.peak_flops.items():
         variants = [(False, dense)]
@@ -45,7 +49,7 @@ def peak_rows(node: NodeSpec, nodes: int, nodes_per_su: int) -> tuple[PeakRow, .
         for sparse, per_gpu in variants:
             per_node = per_gpu * node.gpus
             rows.append(PeakRow(precision, VENDOR_NAMES.get(precision, precision.upper()), sparse, per_gpu, per_node,
-                                per_node * nodes_per_su, per_node * nodes))
+                                per_node * su_nodes, per_node * nodes))
     return tuple(rows)
 
 

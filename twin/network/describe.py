@@ -72,7 +72,7 @@ def _peaks(f: FabricSummary) -> list[str]:
     rows = [r for p in QUOTED_PRECISIONS for r in f.peaks if r.precision == p]
     if not rows:
         return []
-    header = ["peak", "per GPU", "per node", f"per SU ({f.nodes_per_su} nodes)", f"cluster ({f.nodes} nodes)"]
+    header = ["peak", "per GPU", "per node", f"per SU ({min(f.nodes_per_su, f.nodes)} nodes)", f"cluster ({f.nodes} nodes)"]
     table = [[r.name + (" with sparsity" if r.sparse else ""), quoted(r.gpu, r.precision), quoted(r.node, r.precision),
               quoted(r.scalable_unit, r.precision), quoted(r.cluster, r.precision)] for r in rows]
     widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
