@@ -50,7 +50,8 @@ def storage_use_figure(result: dict[str, Any]) -> go.Figure:
     use = storage.get("use") or {}
     used = np.array(use.get("used_bytes") or [], dtype=float) / TB
     hours = np.arange(1, len(used) + 1) * (storage.get("checkpoint_interval_s") or 0.0) / SECONDS_PER_HOUR
-    fig = go.Figure(go.Scatter(x=hours, y=used, mode="lines+markers", name="dataset + checkpoints",
+    fig = go.Figure(go.Scatter(x=hours.tolist(), y=used.tolist(), mode="lines+markers",
+                               name="dataset + checkpoints",
                                line={"color": PART_COLOURS["optimizer"]},
                                hovertemplate="%{x:.3g} h: %{y:.4g} TB<extra></extra>"))
     if use.get("capacity_bytes"):
@@ -66,7 +67,8 @@ def pue_by_hour_figure(result: dict[str, Any]) -> go.Figure:
     b = result.get("building") or {}
     hourly = np.array(b.get("hourly_pue") or [], dtype=float)
     days = hourly.reshape(-1, 24).T if hourly.size % 24 == 0 and hourly.size else np.zeros((24, 1))
-    fig = go.Figure(go.Heatmap(z=days, x=np.arange(1, days.shape[1] + 1), y=np.arange(24), colorscale="Viridis",
+    fig = go.Figure(go.Heatmap(z=days.tolist(), x=list(range(1, days.shape[1] + 1)), y=list(range(24)),
+                               colorscale="Viridis",
                                colorbar={"title": "PUE"},
                                hovertemplate="day %{x}, %{y} h: PUE %{z:.3f}<extra></extra>"))
     fig.update_layout(title=f"{b.get('design', '')} at {b.get('country', '')}: yearly PUE {b.get('pue', 0):.3f}",
