@@ -7,7 +7,6 @@ from pydantic import BeforeValidator, model_validator
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
-from twin.power.cooling import building_year
 from twin.scenario.building import Cooling
 from twin.scenario.fields import Flag, Strict, number, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
@@ -104,6 +103,8 @@ class Site(Strict):
             return self
         if "pue" in self.model_fields_set:
             raise ValueError("write pue or cooling, not both: with cooling the PUE is a result")
+        from twin.power.cooling import building_year       # numpy: only for scenarios that ask
+
         try:
             year = building_year(self.cooling.climate or self.country, self.cooling.design)
         except ScenarioError as exc:
