@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "twin.units": 0, "twin.errors": 0, "twin.outputs": 0, "twin.formatting": 0, "twin.options": 0,
     "twin.catalog": 10, "twin.calibration": 10,
-    "twin.hardware": 20,
+    "twin.hardware": 20, "twin.storage": 25,
     "twin.workload": 30,
     "twin.operators": 35,
     "twin.network": 40,

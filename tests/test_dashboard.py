@@ -500,3 +500,12 @@ def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page
     assert any("does not fit" in w.value and "tensor 8 would fit" in w.value for w in at.warning)
     assert any("does not fit" in i.value for i in at.info)
     assert not at.get("plotly_chart")
+
+
+def test_job_page_draws_the_data_path_storage_use_and_pue_by_hour():
+    at = app("job", "superpod-dc5.yaml")
+    assert_clean(at)
+    subheaders = [h.value for h in at.subheader]
+    assert "Data path and storage" in subheaders and "The building" in subheaders
+    assert metric(at, "Checkpoints that fit") == "1,760"
+    assert metric(at, "Yearly PUE").startswith("1.1")

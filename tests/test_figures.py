@@ -217,3 +217,19 @@ def test_the_markdown_report_states_an_infeasible_plan_instead_of_its_numbers():
     assert "> **The plan does not fit in GPU memory**" in report.text
     assert "| metric | value |" not in report.text
     assert set(report.figures) == {"figures/memory.png", "figures/countries.png"}
+
+
+def test_data_and_building_figures_draw_their_records():
+    from twin.api import run_file
+    from twin.figures.building import data_path_figure, data_path_rows, pue_by_hour_figure, storage_use_figure
+
+    r = run_file("scenarios/jeroboam-video.yaml").to_dict()
+    rows = {row["part"]: row["time [s]"] for row in data_path_rows(r)}
+    assert rows["read from ddn-jeroboam"] == 0.96
+    assert data_path_figure(r).data[0].x[0] == 0.96
+    use = storage_use_figure(r).data[0]
+    assert len(use.y) == r["storage"]["checkpoints_written"] and use.x[0] == pytest.approx(1.0)   # hourly checkpoints
+    dc5 = run_file("scenarios/superpod-dc5.yaml").to_dict()
+    heat = pue_by_hour_figure(dc5).data[0]
+    assert len(heat.z) == 24 and len(heat.z[0]) == 365
+    assert sum(map(sum, heat.z)) / 8760 == pytest.approx(dc5["building"]["pue"], abs=1e-4)

@@ -208,3 +208,12 @@ def fmt_amount(value: float, unit: str, digits: int = 3) -> str:
         if abs(float(f"{value / factor:.{digits}g}")) >= 1:
             scaled, prefix = value / factor, f"{name} "
     return f"{scaled:.{digits}g} {prefix}{unit}"
+
+
+def parse_price_per_core_hour(value: object, field: str) -> tuple[float, str]:
+    """'0.01 EUR/core-h' → (0.01, 'EUR'): a CPU core (vCPU) rented for an hour."""
+    text = str(value).strip()
+    match = re.match(r"^(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]{3})\s*/\s*(?:v?CPU|core)[- ]?(h|hr|hour)$", text)
+    if not match:
+        raise ScenarioError(field, f"'{value}' is not a price per core-hour (write e.g. '0.01 EUR/core-h')")
+    return float(match.group(1)), match.group(2).upper()

@@ -7,9 +7,10 @@ import streamlit as st
 from dashboard.panel import Context
 from dashboard.views import figure, needs_result, preview_note
 from twin.figures import overview
+from twin.figures.building import data_path_figure, data_path_rows, pue_by_hour_figure, storage_use_figure
 from twin.figures.job import job_progress_figure, time_to_train_figure
 from twin.figures.power import power_timeline_figure
-from twin.units import fmt_duration
+from twin.units import fmt_duration, fmt_si
 
 
 def render(ctx: Context) -> None:
@@ -56,3 +57,31 @@ def render(ctx: Context) -> None:
     st.subheader("Power over time")
     figure("Power timeline", power_timeline_figure, r,
            available=bool((r.get("power") or {}).get("timeline")))
+    data_and_building(r)
+
+
+def data_and_building(r: dict) -> None:
+    """The data path and storage use (``training.data``), PUE by hour (``site.cooling``), when the scenario asks."""
+    s, b = r.get("storage"), r.get("building")
+    if s:
+        st.subheader("Data path and storage")
+        cols = st.columns(4)
+        cols[0].metric("GPUs wait for data", f"{s['feed']['wait_s']:.3g} s/step")
+        cols[1].metric("Read demanded", fmt_si(s["demand_Bps"], "B/s"))
+        fit = s["use"]["fit"]
+        cols[2].metric("Checkpoints that fit", "unbounded" if fit is None else f"{fit:,}",
+                       help="beside the dataset on the file system")
+        cols[3].metric("Checkpoint", fmt_si(s["checkpoint_bytes"], "B"))
+        st.dataframe(data_path_rows(r), hide_index=True)
+        figure("Data path", data_path_figure, r)
+        figure("Storage use over the run", storage_use_figure, r, available=bool(s["use"]["used_bytes"]),
+               missing="no checkpoint interval in this result")
+    if b:
+        st.subheader("The building")
+        cols = st.columns(4)
+        cols[0].metric("Yearly PUE", f"{b['pue']:.3f}")
+        cols[1].metric("PUE range", f"{b['pue_min']:.3f}-{b['pue_max']:.3f}")
+        cols[2].metric("Free-cooling hours", f"{b['free_cooling_hours']:,}")
+        cols[3].metric("Chiller or adiabatic hours", f"{b['mechanical_hours']:,}")
+        figure("PUE by hour", pue_by_hour_figure, r, available=bool(b.get("hourly_pue")))
+        st.caption("Climate and cooling: " + "; ".join(b.get("sources") or []))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from twin.api.building import building_of
+from twin.api.storage import data_feed_of, storage_of, storage_warnings, with_data_wait
 from twin.api.specs import (
     checkpoint_policy_of,
     cluster_of,
@@ -215,12 +217,20 @@ def _model_flops(b: Built) -> float:
 
 
 def simulate_training(scenario: Scenario, closed_form: bool = False) -> TrainingResult:
-    """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy."""
+    """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy.
+
+    With ``training.data`` the GPUs also wait for the data loader (``api/storage.py``); with
+    ``site.cooling`` the result carries the building's year (``api/building.py``)."""
     built = build(scenario)
-    if closed_form:
-        return _result(built, step_time(built.costs, built.plan))
-    iteration = simulate_iteration(built.costs, built.plan)
-    return _result(built, iteration.breakdown, iteration)
+    iteration = None if closed_form else simulate_iteration(built.costs, built.plan)
+    step = step_time(built.costs, built.plan) if iteration is None else iteration.breakdown
+    feed = data_feed_of(scenario, built.cluster, built.plan.gpus, step)
+    result = _result(built, with_data_wait(step, feed), iteration)
+    storage = storage_of(scenario, built.cluster, result, step.step_s)
+    if storage is None and scenario.site.cooling is None:
+        return result
+    return replace(result, storage=storage, building=building_of(scenario),
+                   warnings=list(result.warnings) + (storage_warnings(storage) if storage else []))
 
 
 def _idle_reason(plan: ParallelPlan, tr: Training, cluster: ClusterSpec) -> str:

@@ -27,7 +27,7 @@ PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communicati
                "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
                "dp_comm": "data-parallel communication (exposed)",
                "overheads": "framework overheads (kernel launches, gradient zeroing and norm)",
-               "optimizer": "optimizer step"}
+               "optimizer": "optimizer step", "data": "waiting for data (storage or loader)"}
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,13 @@ class StepBreakdown:
     overheads_s: float          # kernel launches on the critical path and the per-step gradient work
     optimizer_s: float
     bottleneck_stage: int
+    data_s: float = 0.0         # GPUs waiting for the data loader (twin/storage/loading.py); 0 without training.data
 
     def parts(self) -> dict[str, float]:
         """Seconds of the step in each part, by ``PART_LABELS`` key."""
         return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
                 "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "overheads": self.overheads_s,
-                "optimizer": self.optimizer_s}
+                "optimizer": self.optimizer_s, "data": self.data_s}
 
     @property
     def bottleneck(self) -> str:

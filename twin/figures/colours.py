@@ -18,6 +18,7 @@ PART_COLOURS = {
     "bubble": "#BBBBBB",
     "overheads": "#F0E442",
     "optimizer": "#D55E00",
+    "data": "#666666",
 }
 BACKWARD_COLOUR = "#56B4E9"
 # The spans of ``Result.step_timeline`` → the step part each belongs to.

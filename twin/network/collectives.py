@@ -25,6 +25,7 @@ nodes with sibling groups on the node's other GPUs. Given the job's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import networkx as nx
@@ -32,6 +33,8 @@ import numpy as np
 
 from twin.calibration import Efficiency
 from twin.hardware import topology
+from twin.hardware.cabling import NetworkCables, network_cables
+from twin.hardware.peaks import PeakRow, peak_rows
 from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
@@ -315,8 +318,21 @@ class CommModel:
             su=tuple(_su_rows(g)),
             groups={},
             order=None,
+            networks=self._networks(c),
+            peaks=peak_rows(self.cluster.node, int(g.graph["nodes"]),
+                            int(g.graph.get("nodes_per_su", g.graph["nodes"]))),
         )
         return found
+
+    def _networks(self, c: dict[str, int]) -> NetworkCables:
+        """Cables of the compute, storage and management networks and the power cords (``hardware/cabling.py``)."""
+        cl = self.cluster
+        storage = cl.storage.read_Bps if cl.storage.system else None
+        compute = c.get("cables_nic", 0) + c.get("cables_mgmt", 0) + c.get("cables_leaf-spine", 0) \
+            + c.get("cables_spine-core", 0)
+        return network_cables(cl.node, cl.nodes, math.ceil(cl.nodes / cl.nodes_per_rack), compute,
+                              c.get("leaf", 0) + c.get("spine", 0) + c.get("core", 0), c.get("cables_storage", 0),
+                              c.get("sleaf", 0), storage)
 
     def storage_write_s(self, bytes_per_node: float, nodes: int | None = None) -> float:
         """Every node (or the first ``nodes``) writing ``bytes_per_node`` to storage at once."""
@@ -422,3 +438,5 @@ class FabricSummary:
     su: tuple[ScalableUnit, ...]
     groups: dict[str, GroupSummary]
     order: str | None = None     # rank order of the placement
+    networks: NetworkCables | None = None    # every network's cables and the power cords
+    peaks: tuple[PeakRow, ...] = ()          # peak FLOP/s per GPU, node, SU and cluster, dense and sparse

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from twin.hardware.peaks import quoted
 from twin.network.collectives import FabricSummary
 from twin.units import BITS_PER_BYTE, fmt_si
+
+# Where the counts and peaks come from, printed under them.
+CABLE_SOURCES = ("compute fabric: DGX SuperPOD H100 reference architecture RA-11333-001, Table 4 rules "
+                 "(hardware/topology.py); storage and management: the RA's per-node ports, switch and "
+                 "appliance datasheets (hardware/cabling.py)")
+PEAK_SOURCES = "GPU datasheet dense peaks (catalog gpus.yaml) x GPUs; with sparsity = 2x dense for TF32 and narrower"
+# The precisions vendors quote for a cluster, in the order printed.
+QUOTED_PRECISIONS = ("fp8", "bf16", "tf32", "fp64")
 
 _REACH_WORDS = {"none": "-", "node": "inside a node (NVLink/PCIe)", "leaf": "across nodes, one leaf",
                 "spine": "across leaves (spines)", "core": "across pods (core)"}
@@ -23,6 +32,7 @@ def describe(f: FabricSummary) -> str:
         f"Bandwidth     injection {fmt_si(f.injection_Bps, 'B/s')}, bisection {fmt_si(f.bisection_Bps, 'B/s')} "
         f"(oversubscription 1:{f.oversubscription:g})",
     ]
+    lines += _networks(f) + _peaks(f)
     if f.groups:
         lines.append("")
         lines.append(f"Groups (rank order {f.order or 'tp-dp-pp'}, every group of a kind communicating at once)")
@@ -44,3 +54,28 @@ def describe(f: FabricSummary) -> str:
                                                     for row in f.su[:8])
                      + (f"; ... {len(f.su) - 8} more" if len(f.su) > 8 else ""))
     return "\n".join(lines)
+
+
+def _networks(f: FabricSummary) -> list[str]:
+    """Cables of every network, their sum and the power cords."""
+    n = f.networks
+    if n is None:
+        return []
+    return [f"Networks      compute {n.compute:,}, storage {n.storage:,} ({n.storage_appliances} appliances), "
+            f"in-band {n.inband:,}, out-of-band {n.oob:,}: {n.networks:,} cables; "
+            f"with {n.power:,} power cords {n.total:,}",
+            f"              ({CABLE_SOURCES})"]
+
+
+def _peaks(f: FabricSummary) -> list[str]:
+    """Peak FLOP/s per GPU, node, scalable unit and cluster, as vendors quote them."""
+    rows = [r for p in QUOTED_PRECISIONS for r in f.peaks if r.precision == p]
+    if not rows:
+        return []
+    header = ["peak", "per GPU", "per node", f"per SU ({min(f.nodes_per_su, f.nodes)} nodes)", f"cluster ({f.nodes} nodes)"]
+    table = [[r.name + (" with sparsity" if r.sparse else ""), quoted(r.gpu, r.precision), quoted(r.node, r.precision),
+              quoted(r.scalable_unit, r.precision), quoted(r.cluster, r.precision)] for r in rows]
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
+    out = ["", "Peaks (" + PEAK_SOURCES + ")",
+           "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    return out + ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]

@@ -17,8 +17,10 @@ from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
+from twin.power.cooling import BuildingYear
 from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, site_costs
 from twin.results.power import power_record
+from twin.storage.assess import StorageReport
 from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
@@ -49,6 +51,14 @@ def finetune_record(r: TrainingResult) -> dict[str, Any]:
     }
 
 
+def storage_record(r: TrainingResult) -> dict[str, Any] | None:
+    """``storage`` (docs/results.md): the dataset, the feed of a step, staging and checkpoints."""
+    s = r.storage
+    if s is None:
+        return None
+    return plain(s) | {"starved": s.feed.starved, "feed_s": s.feed.feed_s, "demand_Bps": s.feed.demand_Bps}
+
+
 def _site(r: TrainingResult) -> dict[str, Any]:
     return {"carbon_intensity_g_per_kwh": r.power.intensity(), "electricity_price_eur_per_kwh": r.power.price()}
 
@@ -60,7 +70,7 @@ def _totals(r: TrainingResult) -> dict[str, Any]:
 
 LAYOUT = Layout(
     convert={"plan": _plan, "finetune": finetune_record, "power": lambda r: power_record(r.power),
-             "failures": lambda r: plain(r.failures) if r.failures else {}},
+             "failures": lambda r: plain(r.failures) if r.failures else {}, "storage": storage_record},
     after={"goodput": _headline,
            "tokens_per_step": lambda r: {"tokens_per_s_per_gpu": r.tokens_per_s_per_gpu},
            "step": lambda r: {"step_breakdown_s": r.step.parts(), "bottleneck": r.step.bottleneck},
@@ -113,6 +123,8 @@ class TrainingResult(Result):
     events: list[Event] = field(default_factory=list)
     fabric: FabricSummary
     step_timeline: tuple[Span, ...] = ()
+    storage: StorageReport | None = None           # training.data: the data path and the file system
+    building: BuildingYear | None = None           # site.cooling: PUE per hour and per year
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -161,6 +173,8 @@ class TrainingResult(Result):
         record = super().record()
         if not timelines:
             del record["timeline"], record["step_timeline"], record["power"]["timeline"]
+            if record["building"] is not None:          # its 8,760 hourly values
+                del record["building"]["hourly_pue"], record["building"]["hourly_outdoor_c"]
         return record
 
 

@@ -3,11 +3,12 @@
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, model_validator
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
 from twin.options import Accounting, EmbodiedMethod
+from twin.scenario.building import Cooling
 from twin.scenario.fields import Flag, Strict, number, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
@@ -93,4 +94,20 @@ class Site(Strict):
     gpu_hour_price: GpuHourPrice | None = None             # per GPU-hour, or a provider of catalog prices.yaml or list
     accounting: Accounting = "full"                  # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
+    cooling: Cooling | None = None                         # PUE from the climate, replacing pue (docs/building.md)
 
+
+    @model_validator(mode="after")
+    def _pue_from_cooling(self) -> "Site":
+        """With ``cooling``, the PUE is the building's yearly PUE at the site's climate (docs/building.md)."""
+        if self.cooling is None:
+            return self
+        if "pue" in self.model_fields_set:
+            raise ValueError("write pue or cooling, not both: with cooling the PUE is a result")
+        from twin.power.cooling import building_year       # numpy: only for scenarios that ask
+
+        try:
+            year = building_year(self.cooling.climate or self.country, self.cooling.design)
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
+        return self.model_copy(update={"pue": year.pue})

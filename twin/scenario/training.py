@@ -7,6 +7,7 @@ from pydantic import BeforeValidator, Discriminator, Tag, model_validator
 from twin.options import (LORA_TARGETS, Activation, AttentionKernel, BackwardPrefetch, CrossEntropy, Fp8Recipe,
                           GradReduce, KernelStyle, Method, Norm, PipelineSends, Position, Precision, RankOrder,
                           Recompute, Schedule, ShardedGather, WeightStorage, Zero1Reduce)
+from twin.scenario.data import Data
 from twin.scenario.fields import Flag, Strict, name_text, number, shown
 
 Layers = number(integer=True, ge="1", le="10000", why="100x the deepest published LLM")
@@ -159,6 +160,7 @@ class Training(Strict):
     fp8_recipe: Fp8Recipe | None = None
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
+    data: Data | None = None               # the dataset and its storage (docs/storage.md)
 
     @model_validator(mode="after")
     def _qlora_checkpoints_every_layer(self) -> "Training":

@@ -1,0 +1,61 @@
+"""``training.data:`` the dataset, where it lives and how checkpoints are kept beside it (docs/storage.md)."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+
+from twin.errors import ScenarioError
+from twin.scenario.fields import Strict, name_text, number, shown
+from twin.units import parse_price_per_core_hour
+
+DataSize = number("bytes", gt="0 B", le="100 EB", why="10x the largest file systems")
+SampleSize = number("bytes", gt="0 B", le="1 TB", why="one sample read per sequence of the batch")
+CpuPerSample = number("time", ge="0 s", le="1 h", why="CPU-seconds to decode and augment one sample")
+Cores = number(integer=True, ge="1", le="100000", why="CPU cores of one node")
+KeepLast = number(integer=True, ge="1", le="1000000", why="checkpoints kept")
+EveryNth = number(integer=True, ge="1", le="1000000", why="keep every N-th checkpoint for good")
+TierName = name_text(80)
+PrepareCores = number(integer=True, ge="1", le="10000000", why="10 million cores, 1,000x the seed's 10,000 vCPUs")
+# A core-hour above this is a typing slip: 100x the list price of a cloud vCPU-hour (about 0.05 USD).
+MAX_CORE_HOUR_PRICE = 5.0
+
+
+def _core_hour_price(value: Any) -> tuple[float, str]:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '0.01 EUR/core-h'")
+    try:
+        amount, currency = parse_price_per_core_hour(value, "")
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+    if amount > MAX_CORE_HOUR_PRICE:
+        raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {MAX_CORE_HOUR_PRICE:g} {currency}/core-h")
+    return amount, currency
+
+
+CoreHourPrice = Annotated[tuple[float, str], BeforeValidator(_core_hour_price)]
+
+
+class Prepare(Strict):
+    """Data preparation before the job: tokenising, filtering or deduplicating ``input`` on ``cores``."""
+    kind: Literal["tokenize", "filter", "deduplicate"] = "tokenize"
+    input: DataSize
+    cores: PrepareCores
+    core_hour_price: CoreHourPrice | None = None
+
+
+class Retention(Strict):
+    keep_last: KeepLast | None = None      # unwritten: every checkpoint stays
+    every_nth: EveryNth | None = None
+
+
+class Data(Strict):
+    size: DataSize
+    format: Literal["tokens", "images", "video", "audio"] = "tokens"
+    tier: TierName | None = None           # a tier of catalog storage_tiers.yaml; unwritten: cluster.storage
+    staged_from: TierName | None = None    # copied from this tier before the job (e.g. object-storage)
+    local_nvme: TierName | None = None     # the nodes' NVMe for asynchronous checkpoints (e.g. dgx-h100-nvme)
+    sample_size: SampleSize | None = None  # unwritten: the format's (catalog datasets.yaml)
+    cpu_per_sample: CpuPerSample | None = None
+    cpu_cores_per_node: Cores | None = None
+    retention: Retention = Retention()
+    prepare: Prepare | None = None         # a data-preparation job before training (Spark, Ray)
