@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 import simpy
 
+from twin.engine.budget import JobCosts, per_sample_share
 from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
 from twin.engine.storage import CheckpointCost, CheckpointPolicy, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
@@ -40,8 +41,9 @@ TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = "train", "checkpoint", "restart", "rep
 # Beyond this many checkpoints in the recorded sample, each block of training between two
 # disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
 MAX_TIMELINE_CHECKPOINTS = 2000
-# Work bound: failures simulated over all the samples of one job. A sample that reaches its
-# share before the end stops there and is reported as not finished (docs/engine.md).
+# Work bound: failures simulated over all the samples of one job. A job expected to finish whose
+# samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
+# finishes stops at its share and is reported as not finished (docs/engine.md).
 MAX_SIMULATED_FAILURES = 200_000
 
 
@@ -405,14 +407,17 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
 
 def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: ClusterSpec, params: float,
              precision: str, tokens: float, gpus_used: int, data_parallel: int, tokens_per_step: int,
-             step_s: float, frozen: bool = False) -> JobSpec:
+             step_s: float, frozen: bool = False, max_simulated_failures: int = MAX_SIMULATED_FAILURES) -> JobSpec:
     """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
-    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone)."""
+    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone).
+
+    A finishing job whose samples would draw more than ``max_simulated_failures`` failures is refused
+    (ScenarioError naming ``failures.samples``, with the number of samples that fit)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
     profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
     cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous, frozen)
     mtbf_s = profile.mtbf_s(gpus_used, nodes_used)
-    return JobSpec(
+    spec = JobSpec(
         iterations=max(1, math.ceil(tokens / tokens_per_step)),
         step_s=step_s,
         nodes=nodes_used,
@@ -427,8 +432,20 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
         allow_shrink=failures.allow_shrink,
         profile=profile,
         horizon_s=failures.horizon_s,
-        max_interruptions=max(1, MAX_SIMULATED_FAILURES // failures.samples),
+        max_interruptions=max(1, max_simulated_failures // failures.samples),
     )
+    per_sample_share(job_costs(spec, mtbf_s), failures.samples, max_simulated_failures)
+    return spec
+
+
+def job_costs(spec: JobSpec, mtbf_s: float) -> JobCosts:
+    """What the expected failures of one sample depend on (as ``_Run._train`` charges a cycle)."""
+    ck = spec.checkpoint
+    train_s = spec.interval_s
+    checkpoint_s = ck.stall_s + max(0.0, ck.write_s - train_s) if ck.asynchronous else ck.write_s
+    return JobCosts(ideal_s=spec.ideal_s, train_s=train_s, checkpoint_s=checkpoint_s,
+                    restart_s=spec.detection_s + spec.relaunch_s + ck.read_s, mtbf_s=mtbf_s,
+                    horizon_s=spec.horizon_s)
 
 
 @dataclass(frozen=True)
