@@ -10,8 +10,9 @@ import yaml
 
 from twin.api import build, run_dict
 from twin.api.specs import checkpoint_policy_of, failure_policy_of
-from twin.engine.budget import JobCosts, expected_failures, expected_wall_s, failures_needed, per_sample_share
-from twin.engine.job import job_costs, job_spec, monte_carlo
+from twin.engine.budget import (JobCosts, expected_failures, expected_wall_s, failures_needed, job_costs,
+                                per_sample_share)
+from twin.engine.job import job_spec, monte_carlo
 from twin.errors import ScenarioError
 from twin.scenario import parse_scenario
 

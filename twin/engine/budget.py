@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from twin.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from twin.engine.job import JobSpec
 
 # Standard deviations of a Poisson count kept between the expected failures of a sample
 # and its share of the bound, so that a sample of a finishing job is not stopped by chance.
@@ -37,6 +41,16 @@ class JobCosts:
     restart_s: float                # detection + relaunch + reading the checkpoint back
     mtbf_s: float                   # the job's mean time between failures
     horizon_s: float                # the simulation stops here
+
+
+def job_costs(spec: JobSpec, mtbf_s: float) -> JobCosts:
+    """What the expected failures of one sample of ``spec`` depend on (a cycle charged as the engine does)."""
+    ck = spec.checkpoint
+    train_s = spec.interval_s
+    checkpoint_s = ck.stall_s + max(0.0, ck.write_s - train_s) if ck.asynchronous else ck.write_s
+    return JobCosts(ideal_s=spec.ideal_s, train_s=train_s, checkpoint_s=checkpoint_s,
+                    restart_s=spec.detection_s + spec.relaunch_s + ck.read_s, mtbf_s=mtbf_s,
+                    horizon_s=spec.horizon_s)
 
 
 def expected_wall_s(costs: JobCosts) -> float:

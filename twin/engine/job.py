@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 import simpy
 
-from twin.engine.budget import JobCosts, per_sample_share
+from twin.engine.budget import job_costs, per_sample_share
 from twin.engine.failures import FailurePolicy, FailureProfile, failure_profile
 from twin.engine.storage import CheckpointCost, CheckpointPolicy, checkpoint_cost
 from twin.hardware.specs import ClusterSpec
@@ -409,10 +409,8 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
              precision: str, tokens: float, gpus_used: int, data_parallel: int, tokens_per_step: int,
              step_s: float, frozen: bool = False, max_simulated_failures: int = MAX_SIMULATED_FAILURES) -> JobSpec:
     """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
-    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone).
-
-    A finishing job whose samples would draw more than ``max_simulated_failures`` failures is refused
-    (ScenarioError naming ``failures.samples``, with the number of samples that fit)."""
+    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone). A finishing job
+    whose samples would not fit ``max_simulated_failures`` is refused (twin.engine.budget)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
     profile = failure_profile(failures.profile, failures.rate_scale, dict(failures.custom_rates))
     cost = checkpoint_cost(params, precision, cluster, nodes_used, gpus_used, checkpoint.asynchronous, frozen)
@@ -436,16 +434,6 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
     )
     per_sample_share(job_costs(spec, mtbf_s), failures.samples, max_simulated_failures)
     return spec
-
-
-def job_costs(spec: JobSpec, mtbf_s: float) -> JobCosts:
-    """What the expected failures of one sample depend on (as ``_Run._train`` charges a cycle)."""
-    ck = spec.checkpoint
-    train_s = spec.interval_s
-    checkpoint_s = ck.stall_s + max(0.0, ck.write_s - train_s) if ck.asynchronous else ck.write_s
-    return JobCosts(ideal_s=spec.ideal_s, train_s=train_s, checkpoint_s=checkpoint_s,
-                    restart_s=spec.detection_s + spec.relaunch_s + ck.read_s, mtbf_s=mtbf_s,
-                    horizon_s=spec.horizon_s)
 
 
 @dataclass(frozen=True)
