@@ -7,9 +7,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import plotly.graph_objects as go
+from typing import TYPE_CHECKING, Any
 
 from twin import __version__
 from twin.engine.step import PART_LABELS
@@ -21,14 +19,11 @@ from twin.figures.power import country_comparison_figure
 from twin.figures.serving import deployment_rows, per_million_figure
 from twin.figures.serving import headline_metrics as serving_metrics
 from twin.outputs import write_atomic
+from twin.text import table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
-
-def table(rows: list[list[str]], header: list[str]) -> str:
-    """A plain aligned text table."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 
 def _mass(kg: float) -> str:
