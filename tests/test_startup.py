@@ -59,3 +59,8 @@ def test_a_run_and_its_summary_leave_figures_trackers_and_studies_unloaded():
     loaded = loaded_after("from twin.api import run_file; from twin.report import summary\n"
                           "summary(run_file('scenarios/dgx-finetune.yaml').to_dict())")
     assert not loaded & {"narwhals", "dask", "pyarrow", "codecarbon", "psutil"}
+
+
+def test_the_api_loads_networkx_only_with_the_first_fabric():
+    assert "networkx" not in loaded_after("import twin.api, twin.report")
+    assert "networkx" in loaded_after("from twin.api import fabric_file; fabric_file('scenarios/superpod.yaml')")
