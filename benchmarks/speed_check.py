@@ -2,9 +2,10 @@
 
 Each command runs as a user runs it (``python -m twin ...``, a fresh process, imports
 included) and is charged the CPU seconds of that process. The same process that starts
-them runs a fixed pure-Python computation (``reference``) and every command's cost is
-kept as a ratio to it, so the check holds on a faster or slower machine and, being CPU
-time rather than wall time, on a machine shared with other work. A command whose ratio
+them runs a fixed pure-Python computation (``reference``) just before each command, and
+the command's cost is kept as a ratio to it, so the check holds on a faster or slower
+machine and, being CPU time measured beside the command rather than wall time, on a
+machine shared with other work. A command whose ratio
 exceeds ``LIMIT`` × the ratio recorded in ``speed_reference.json`` is measured again (up
 to ``RETRIES`` times, the smallest kept, as a busy machine only ever slows a run) and
 fails the check if it stays above.
@@ -77,6 +78,13 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def ratio(command: Command) -> tuple[float, float, float]:
+    """(ratio to the reference timed just before, CPU seconds, wall seconds) of one run of ``command``."""
+    ref_s = reference_cpu_s(repeats=1)
+    cpu_s, wall_s = measure(command)
+    return cpu_s / ref_s, cpu_s, wall_s
+
+
 def measure(command: Command) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one fresh ``python -m twin`` process running ``command``."""
     before, start = _children_cpu_s(), time.perf_counter()
@@ -94,34 +102,33 @@ def _load() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
-def check(selected: list[Command], recorded: dict[str, float], ref_s: float, retries: int) -> list[str]:
+def check(selected: list[Command], recorded: dict[str, float], retries: int) -> list[str]:
     """Measure every command; the names of those past LIMIT × their recorded ratio."""
     slow = []
     print(f"{'command':34} {'CPU s':>7} {'wall s':>7} {'ratio':>7} {'recorded':>9}  verdict")
     for command in selected:
-        cpu_s, wall_s = measure(command)
         allowed = LIMIT * recorded[command.name] if command.name in recorded else float("inf")
+        found, cpu_s, wall_s = ratio(command)
         for _ in range(retries):
-            if cpu_s / ref_s <= allowed:
+            if found <= allowed:
                 break
-            cpu_again, wall_again = measure(command)
-            cpu_s, wall_s = min(cpu_s, cpu_again), min(wall_s, wall_again)
-        ratio = cpu_s / ref_s
-        verdict = "new" if command.name not in recorded else "ok" if ratio <= allowed else f"SLOWER than {allowed:.1f}"
-        if ratio > allowed:
+            again = ratio(command)
+            if again[0] < found:
+                found, cpu_s, wall_s = again
+        verdict = "new" if command.name not in recorded else "ok" if found <= allowed else f"SLOWER than {allowed:.1f}"
+        if found > allowed:
             slow.append(command.name)
         shown = f"{recorded[command.name]:9.2f}" if command.name in recorded else f"{'-':>9}"
-        print(f"{command.name:34} {cpu_s:7.2f} {wall_s:7.2f} {ratio:7.2f} {shown}  {verdict}", flush=True)
+        print(f"{command.name:34} {cpu_s:7.2f} {wall_s:7.2f} {found:7.2f} {shown}  {verdict}", flush=True)
     return slow
 
 
-def record(selected: list[Command], ref_s: float) -> dict:
+def record(selected: list[Command]) -> dict:
     """Each command's ratio, the smaller of two measurements."""
     ratios = {}
     for command in selected:
-        cpu_s = min(measure(command)[0] for _ in range(2))
-        ratios[command.name] = round(cpu_s / ref_s, 3)
-        print(f"{command.name:34} {cpu_s:7.2f} CPU s  ratio {ratios[command.name]:.2f}", flush=True)
+        ratios[command.name] = round(min(ratio(command)[0] for _ in range(2)), 3)
+        print(f"{command.name:34} ratio {ratios[command.name]:.2f}", flush=True)
     return ratios
 
 
@@ -135,17 +142,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"speed check: no command's name contains '{args.only}'", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    ref_s = reference_cpu_s()
-    print(f"reference: {ref_s:.3f} CPU s; {_load()}")
+    print(f"reference: {reference_cpu_s():.3f} CPU s; {_load()}")
     if args.record:
         old = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {"ratios": {}}
-        ratios = old["ratios"] | record(selected, min(ref_s, reference_cpu_s()))
-        RECORD.write_text(json.dumps({"limit": LIMIT, "reference_cpu_s": round(ref_s, 4), "recorded_under": _load(),
-                                      "ratios": ratios}, indent=1) + "\n", encoding="utf-8")
+        ratios = old["ratios"] | record(selected)
+        RECORD.write_text(json.dumps({"limit": LIMIT, "recorded_under": _load(), "ratios": ratios}, indent=1) + "\n",
+                          encoding="utf-8")
         print(f"wrote {RECORD}")
         return 0
     recorded = json.loads(RECORD.read_text(encoding="utf-8"))["ratios"]
-    slow = check(selected, recorded, ref_s, RETRIES)
+    slow = check(selected, recorded, RETRIES)
     print(f"{len(selected)} commands in {time.perf_counter() - started:.0f} s; {_load()}")
     if slow:
         print(f"speed check: {len(slow)} slower than {LIMIT}x their recorded ratio: {', '.join(slow)}",
