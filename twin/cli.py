@@ -163,7 +163,7 @@ def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
 
 
 def _cmd_catalog(args: argparse.Namespace) -> int:
-    from twin.report import table
+    from twin.text import table
 
     header, rows = _catalog_rows(args.kind)
     print(table(rows, header))

@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 import simpy
 
+from twin.engine.budget import job_costs, per_sample_share
 from twin.engine.job_loop import play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
@@ -44,8 +45,9 @@ TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.R
 # Beyond this many checkpoints in the recorded sample, each block of training between two
 # disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
 MAX_TIMELINE_CHECKPOINTS = 2000
-# Work bound: failures simulated over all the samples of one job. A sample that reaches its
-# share before the end stops there and is reported as not finished (docs/engine.md).
+# Work bound: failures simulated over all the samples of one job. A job expected to finish whose
+# samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
+# finishes stops at its share and is reported as not finished (docs/engine.md).
 MAX_SIMULATED_FAILURES = 200_000
 
 
@@ -353,14 +355,15 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
 
 def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: ClusterSpec, params: float,
              precision: str, tokens: float, gpus_used: int, data_parallel: int, tokens_per_step: int,
-             step_s: float, frozen: bool = False) -> JobSpec:
+             step_s: float, frozen: bool = False, max_simulated_failures: int = MAX_SIMULATED_FAILURES) -> JobSpec:
     """The job to simulate: ``tokens`` at ``step_s`` per step of ``tokens_per_step`` on ``gpus_used`` GPUs;
-    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone)."""
+    checkpoints hold the ``params`` trained parameters (a ``frozen`` base's adapters alone). A finishing job
+    whose samples would not fit ``max_simulated_failures`` is refused (twin.engine.budget)."""
     nodes_used = -(-gpus_used // cluster.node.gpus)
     profile = policy_profile(failures)
     cost, every = checkpoint_plan(checkpoint, params, precision, frozen, cluster, nodes_used, gpus_used, step_s,
                                   profile)
-    return JobSpec(
+    spec = JobSpec(
         iterations=max(1, math.ceil(tokens / tokens_per_step)),
         step_s=step_s,
         nodes=nodes_used,
@@ -375,8 +378,11 @@ def job_spec(failures: FailurePolicy, checkpoint: CheckpointPolicy, cluster: Clu
         allow_shrink=failures.allow_shrink,
         profile=profile,
         horizon_s=failures.horizon_s,
-        max_interruptions=max(1, MAX_SIMULATED_FAILURES // failures.samples),
+        max_interruptions=max(1, max_simulated_failures // failures.samples),
     )
+    per_sample_share(job_costs(spec, profile.mtbf_s(gpus_used, nodes_used)), failures.samples,
+                     max_simulated_failures)
+    return spec
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import MISSING, dataclass, fields, replace
+from functools import lru_cache
 
 from twin import catalog
 from twin.options import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
@@ -100,7 +101,7 @@ def _values(name: str, where: str, seen: tuple[str, ...] = ()) -> dict[str, obje
     if parent:
         values.update(_values(parent, f"stacks.yaml: {name}.extends", seen + (name,)))
     known = set(behaviour_fields())
-    hints = typing.get_type_hints(StackProfile)
+    hints = _hints()
     for key, cell in row.items():
         if key in META_KEYS:
             continue
@@ -116,8 +117,16 @@ def _values(name: str, where: str, seen: tuple[str, ...] = ()) -> dict[str, obje
     return values
 
 
+@lru_cache(maxsize=1)
+def _hints() -> dict[str, object]:
+    """StackProfile's resolved field types (``typing.get_type_hints`` is slow: once per process)."""
+    return typing.get_type_hints(StackProfile)
+
+
+@lru_cache(maxsize=256)
 def stack_profile(name: str, where: str = "training.stack") -> StackProfile:
-    """The catalog profile ``name``; an unknown name is a ScenarioError naming ``where``."""
+    """The catalog profile ``name`` (frozen; built once per process); an unknown name is a ScenarioError
+    naming ``where``."""
     values = _values(name, where)
     missing = _required() - set(values)
     if missing:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from twin.figures.colours import SERIES
+from twin.figures.lazy import make_subplots
 from twin.figures.overview import (GIB, fmt_change, infeasibility, relative_change, site_value,
                                    time_to_train_percentiles, co2e)
 from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_duration, fmt_si

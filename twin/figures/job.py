@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from twin.figures.colours import FAILURE_COLOUR, NEUTRAL, PHASE_COLOURS, SERIES
+from twin.figures.lazy import make_subplots
 from twin.units import SECONDS_PER_DAY, fmt_count, fmt_duration
 
 # Above this many failures or checkpoints, ticks are aggregated into bins (a count per bin).

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from twin.figures.lazy import make_subplots
 from twin.figures.overview import Metric
 from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_duration, fmt_si
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from twin.figures.colours import LIMIT_LINE, NEAR, NEUTRAL, OVER, PHASE_COLOURS, WITHIN
+from twin.figures.lazy import make_subplots
 from twin.units import SECONDS_PER_DAY, fmt_duration
 
 KW = 1e3

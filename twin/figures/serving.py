@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from twin.figures.lazy import make_subplots
 from twin.figures.overview import Metric, co2e
 from twin.units import fmt_bytes, fmt_duration, fmt_si
 

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from twin.hardware.specs import NodeSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # NVIDIA Quantum-2 QM9700: 64 ports of NDR 400 Gb/s (QM9700 datasheet, 2022); the same
 # radix is used for every switch tier of a generic Clos.
@@ -36,6 +38,13 @@ SWITCH_RADIX = 64
 # Cables of the UFM appliance to the compute fabric in the SuperPOD H100 RA: the
 # "node + UFM" cable counts are 8 per DGX plus 4 (252 = 31·8 + 4 for one SU).
 UFM_CABLES = 4
+
+
+def graph(**attrs: Any) -> nx.Graph:
+    """An empty ``networkx.Graph`` with graph attributes; networkx (0.1 s to import) loads with the first fabric."""
+    import networkx
+
+    return networkx.Graph(**attrs)
 
 
 # ---------------------------------------------------------------------------
@@ -90,7 +99,7 @@ def add_nodes(g: nx.Graph, node: NodeSpec, indices: range, su: int | None = None
     """
     for index in indices:
         add_node(g, node, index, index // per_su if su is None else su)
-    one = nx.Graph()
+    one = graph()
     add_node(one, node, 0)
     tally = _tally(g)
     for key, value in _scan(one).items():
@@ -120,7 +129,7 @@ def _vertex(g: nx.Graph, v: tuple, **attrs) -> None:
 
 def dgx_node(node: NodeSpec) -> nx.Graph:
     """One server alone (GPUs, NVSwitch or PCIe switches, NICs)."""
-    g = nx.Graph(topology="node", nodes=1, gpus_per_node=node.gpus, rails=node.compute_nics.count)
+    g = graph(topology="node", nodes=1, gpus_per_node=node.gpus, rails=node.compute_nics.count)
     add_nodes(g, node, range(1))
     return g
 
@@ -242,7 +251,7 @@ def rail_optimized_fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None =
     rails = node.compute_nics.count
     link = link_Bps or node.compute_nics.line_rate_Bps
     sus = max(1, math.ceil((nodes + (1 if ufm else 0)) / nodes_per_su))
-    g = nx.Graph(topology="rail-optimized-fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
+    g = graph(topology="rail-optimized-fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
                  scalable_units=sus, nodes_per_su=nodes_per_su, link_Bps=link, oversubscription=oversubscription)
     leaves = []
     for su in range(sus):
@@ -279,7 +288,7 @@ def fat_tree(node: NodeSpec, nodes: int, link_Bps: float | None = None, nodes_pe
     per_leaf = max(1, (SWITCH_RADIX // 2) // rails)
     nodes_per_pod = max(per_leaf, nodes_per_pod)
     pods_n = max(1, math.ceil(nodes / nodes_per_pod))
-    g = nx.Graph(topology="fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
+    g = graph(topology="fat-tree", nodes=nodes, gpus_per_node=node.gpus, rails=rails,
                  scalable_units=pods_n, nodes_per_su=nodes_per_pod, link_Bps=link, oversubscription=oversubscription)
     leaves, pods = [], []
     for p in range(pods_n):
@@ -306,7 +315,7 @@ def single_switch(node: NodeSpec, nodes: int, link_Bps: float | None = None,
     """Every compute NIC on one (large enough) switch: no contention above the NICs."""
     rails = node.compute_nics.count
     link = link_Bps or node.compute_nics.line_rate_Bps
-    g = nx.Graph(topology="single-switch", nodes=nodes, gpus_per_node=node.gpus, rails=rails, scalable_units=1,
+    g = graph(topology="single-switch", nodes=nodes, gpus_per_node=node.gpus, rails=rails, scalable_units=1,
                  nodes_per_su=nodes, link_Bps=link, oversubscription=1.0, leaves=1, spines=0, cores=0)
     _vertex(g, ("leaf", 0), kind="leaf", tier=1, su=0, rail=None)
     add_nodes(g, node, range(nodes), su=0)

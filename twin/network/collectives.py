@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from twin.calibration import Efficiency
@@ -40,6 +40,9 @@ from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
 from twin.workload.placement import GroupShape, Placement
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _TIER_NAMES = {TIERS.index("nvlink"): "node", TIERS.index("pcie"): "node", TIERS.index("nic"): "leaf",
                TIERS.index("leaf-spine"): "spine", TIERS.index("spine-core"): "core"}

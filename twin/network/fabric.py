@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 TIERS = ("nvlink", "pcie", "nic", "leaf-spine", "spine-core", "storage", "mgmt")
 INTRA_NODE_TIERS = ("nvlink", "pcie")
@@ -178,6 +181,8 @@ class Fabric:
         key = (a[0], a[2:], b[0], b[2:])
         template = self._intra.get(key)
         if template is None:
+            import networkx       # loaded with the first fabric (twin.hardware.topology.graph)
+
             g = self.graph
             members, frontier = {a}, [a]
             while frontier:                                  # the node's own vertices, found from a
@@ -186,7 +191,7 @@ class Fabric:
                     if w not in members and g.nodes[w].get("node") == n:
                         members.add(w)
                         frontier.append(w)
-            path = nx.shortest_path(g.subgraph(members), a, b)
+            path = networkx.shortest_path(g.subgraph(members), a, b)
             template = [(v[0],) + v[2:] for v in path]
             self._intra[key] = template
         return [(t[0], n) + t[1:] for t in template]

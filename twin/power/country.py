@@ -9,10 +9,11 @@ their sources; prices in other currencies are converted at sourced rates.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 import pycountry
 
@@ -34,7 +35,11 @@ class Country:
 
 @lru_cache(maxsize=1)
 def _energy_mix() -> dict[str, dict]:
-    path = resources.files("codecarbon").joinpath("data", "private_infra", "global_energy_mix.json")
+    # The data file alone: importing the codecarbon package would start its tracker's imports (psutil, …).
+    spec = importlib.util.find_spec("codecarbon")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("codecarbon is not installed; its energy-mix dataset gives carbon intensity")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "private_infra" / "global_energy_mix.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.text import table  # noqa: F401  (the reports' tables, shared with the catalog listing)
 from twin.units import fmt_duration
 
 # The fine-tuning methods in words.
 METHOD_NAMES = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
-
-
-def table(rows: list[list[str]], header: list[str]) -> str:
-    """A plain aligned text table."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
 def mass(kg: float) -> str:

@@ -8,9 +8,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import plotly.graph_objects as go
+from typing import TYPE_CHECKING, Any
 
 from twin import __version__
 from twin.figures.compare import Column, compare_figure, side_by_side
@@ -23,7 +21,10 @@ from twin.figures.serving import headline_metrics as serving_metrics
 from twin.outputs import write_atomic
 from twin.report.operations import operations_summary
 
-Image = Callable[[str, str, go.Figure], str]
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+Image = Callable[[str, str, "go.Figure"], str]
 
 
 @dataclass(frozen=True)
