@@ -61,6 +61,8 @@ KVPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Distribution = Literal["fixed", "exponential", "lognormal"]
 BatchScheduler = Literal["no_evict", "max_utilization"]
 Offload = Literal["none", "grace"]
+# Tensor-parallel all-reduce kernels of a serving engine: its own one-/two-shot kernels over NVLink, or NCCL.
+AllReduceKernels = Literal["custom", "nccl"]
 
 # -- the site (site:) ------------------------------------------------------------------------
 EmbodiedMethod = Literal["bloom", "llmcarbon"]

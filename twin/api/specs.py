@@ -21,6 +21,7 @@ from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
 from twin.serving.deployment import ServingSpec
+from twin.serving.profiles import engine_profile
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
 from twin.workload.model import ModelSpec, model_spec
@@ -145,9 +146,7 @@ def site_of(s: Site, gpu: str) -> SiteSpec:
     )
 
 
-# The engine's token budget per iteration when the scenario says ``auto``: TensorRT-LLM's default
-# ``max_num_tokens`` (TensorRT-LLM docs, "Tuning max batch size and max num tokens", 8192).
-DEFAULT_MAX_TOKENS_IN_FLIGHT = 8192
+# ``max_tokens_in_flight: auto`` is the engine profile's token budget per iteration (catalog engines.yaml).
 # Unwritten ``max`` of a length distribution that is not fixed: 8 × the mean (an exponential
 # draw passes it with probability e^-8 = 0.03%).
 DEFAULT_MAX_OVER_MEAN = 8
@@ -166,10 +165,17 @@ def load_of(x: Load) -> LoadSpec:
 
 
 def engine_of(e: Engine) -> EngineSpec:
-    tokens = DEFAULT_MAX_TOKENS_IN_FLIGHT if e.max_tokens_in_flight == "auto" else e.max_tokens_in_flight
-    return EngineSpec(max_batch=e.max_batch, max_tokens_in_flight=tokens, chunked_prefill=e.chunked_prefill,
-                      prefix_cache=e.prefix_cache, scheduler=e.scheduler, offload=e.offload,
-                      block_tokens=e.block_tokens, kv_memory_fraction=e.kv_memory_fraction)
+    """The named engine profile (catalog engines.yaml) with the keys the scenario writes in its place."""
+    base = engine_profile(e.profile, "serving.engine.profile")
+    written = {k: getattr(e, k) for k in e.model_fields_set if k != "profile"}
+    if written.get("max_tokens_in_flight") == "auto":
+        del written["max_tokens_in_flight"]
+    return replace(base, **written)
+
+
+def _engine_with_offload(engine: EngineSpec, offload: str | None) -> EngineSpec:
+    """An alternative's ``offload`` in place of the engine's."""
+    return replace(engine, offload=offload) if offload else engine
 
 
 def kv_precision_of(kv_cache: KVPrecision | Literal["auto"], precision: ServingPrecision) -> KVPrecision:
@@ -191,7 +197,7 @@ def serving_spec_of(s: Serving, alternative: Alternative | None = None) -> Servi
         tensor=parallelism.tensor, pipeline=parallelism.pipeline,
         replicas=None if replicas == "auto" else replicas,
         mig=chosen["mig"] if "mig" in chosen else s.mig,
-        engine=replace(engine_of(s.engine), offload=chosen.get("offload") or s.engine.offload),
+        engine=_engine_with_offload(engine_of(s.engine), chosen.get("offload")),
         load=load_of(s.load),
         slo=SLOSpec(ttft_p99_s=s.slo.ttft_p99, tpot_p99_s=s.slo.tpot_p99),
     )

@@ -100,21 +100,11 @@ def _frozen_base_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, ft:
     return adapters + dequant, 2.0 * adapters + dequant
 
 
-def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-                 placement: Placement, stack: StackProfile,
-                 ft: FinetuneSpec = FULL) -> tuple[float, float, float, float]:
-    """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch.
-
-    The communication is what stays exposed: with ``tp_comm_overlap`` the tensor-parallel
-    collectives run beside the layer's GEMMs and only what those cannot hide remains."""
-    attention, precision, kernels = ops.attention_kernel, ops.precision, stack.kernels
-    s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
-    f, kvd, a = model.ffn_hidden, model.kv_dim, model.heads
-    tokens = b * s
-    act = activation_bytes_per_element(precision)
-
-    # Projections (column-parallel QKV and FFN-in, row-parallel output and FFN-out).
-    gemm = ops.matmul_s(tokens, (h + 2 * kvd) / t, h) + ops.matmul_s(tokens, h, h / t)
+def _projection_gemms_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel) -> float:
+    """One layer's projections (column-parallel QKV and FFN-in, row-parallel output and FFN-out), forward."""
+    h, t, f = model.hidden, plan.tensor, model.ffn_hidden
+    tokens = plan.microbatch * plan.seq_len
+    gemm = ops.matmul_s(tokens, (h + 2 * model.kv_dim) / t, h) + ops.matmul_s(tokens, h, h / t)
     ffn_in_width = (model.ffn_matrices - 1) * f / t
     if model.is_moe:
         local_experts = model.experts / plan.expert
@@ -124,46 +114,52 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         gemm += ops.matmul_s(tokens_per_expert, h, f / t, count=local_experts)
     else:
         gemm += ops.matmul_s(tokens, ffn_in_width, h) + ops.matmul_s(tokens, h, f / t)
+    return gemm
 
-    # Attention core: Q·Kᵀ and ·V over (a / t) heads.
-    heads_local = a / t
-    if attention != "standard":
+
+def _attention_core_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel) -> tuple[float, float]:
+    """(forward, backward) of one layer's attention core: Q·Kᵀ and ·V over (a / t) heads."""
+    s, b, t = plan.seq_len, plan.microbatch, plan.tensor
+    heads_local = model.heads / t
+    if ops.attention_kernel != "standard":
         # FlashAttention skips the masked half of a causal s×s matrix and computes over
         # its padded head dimension.
         padding = ops.padded_head_dim(model.head_dim) / model.head_dim
-        core_flops = tokens * model.layer_attention_flops_per_token(s) / t / 2 * padding
-        core_fwd = ops.attention_s(core_flops)
-        core_bwd = ops.attention_backward_s(FLASH_BACKWARD_FACTOR * core_flops)
-    else:
-        core_fwd = (ops.matmul_s(s, s, model.head_dim, count=b * heads_local)
-                    + ops.matmul_s(s, model.head_dim, s, count=b * heads_local)
-                    + ops.memory_s(STANDARD_ATTENTION_BYTES_PER_SCORE * b * heads_local * s * s))
-        core_bwd = 2.0 * core_fwd
+        core_flops = b * s * model.layer_attention_flops_per_token(s) / t / 2 * padding
+        return ops.attention_s(core_flops), ops.attention_backward_s(FLASH_BACKWARD_FACTOR * core_flops)
+    core_fwd = (ops.matmul_s(s, s, model.head_dim, count=b * heads_local)
+                + ops.matmul_s(s, model.head_dim, s, count=b * heads_local)
+                + ops.memory_s(STANDARD_ATTENTION_BYTES_PER_SCORE * b * heads_local * s * s))
+    return core_fwd, 2.0 * core_fwd
 
-    # Memory-bound kernels: norms, residuals, dropout (split by SP) and the activation function.
+
+def _memory_bound_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel,
+                    stack: StackProfile) -> tuple[float, float]:
+    """(memory-bound kernels, rotary embedding) of one layer, forward: norms, residuals, dropout
+    (split by SP) and the activation function; the rotation of q and k."""
+    h, t, kernels = model.hidden, plan.tensor, stack.kernels
+    tokens = plan.microbatch * plan.seq_len
+    act = activation_bytes_per_element(ops.precision)
     per_hidden, per_ffn = elementwise_bytes(model.norm, model.activation, kernels, stack.autocast)
     elementwise = per_hidden * h / (t if plan.sequence_parallel else 1)
-    act_fn = per_ffn * f / t * model.top_k
+    act_fn = per_ffn * model.ffn_hidden / t * model.top_k
     memory_fwd = ops.memory_s(tokens * (elementwise + act_fn) * act / 2.0)
     rope = 0.0
     if model.position == "rope":
-        rope = ops.memory_s(tokens * ROPE_BYTES_PER_ELEMENT[kernels] * (h + kvd) / t * act / 2.0)
+        rope = ops.memory_s(tokens * ROPE_BYTES_PER_ELEMENT[kernels] * (h + model.kv_dim) / t * act / 2.0)
+    return memory_fwd, rope
 
-    weight_grads = 0.0 if ft.frozen else gemm                 # dW GEMMs: none for frozen weights
-    base_fwd, base_bwd = _frozen_base_s(model, plan, ops, ft)
-    fwd = gemm + core_fwd + memory_fwd + rope + base_fwd
-    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + rope + base_bwd
-    if stack.autocast:
-        cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
-            model.dense_params_per_layer / t + model.expert_params_per_layer / (t * plan.expert)))
-        fwd += cast
-        bwd += cast
 
-    # Tensor parallelism: two all-reduces (or reduce-scatter + all-gather with SP, the
-    # same traffic) forward and two backward, of the b·s·h activations.
+def _layer_comm_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
+                  placement: Placement, stack: StackProfile, gemm: float) -> tuple[float, float]:
+    """(forward, backward) exposed tensor- and expert-parallel communication of one layer.
+
+    Tensor parallelism: two all-reduces (or reduce-scatter + all-gather with SP, the same
+    traffic) forward and two backward, of the b·s·h activations."""
+    tokens, h = plan.microbatch * plan.seq_len, model.hidden
+    act = activation_bytes_per_element(ops.precision)
     tp_ar = comm.all_reduce_s(tokens * h * act, placement.tensor)
-    fwd_comm = 2 * tp_ar
-    bwd_comm = 2 * tp_ar
+    fwd_comm = bwd_comm = 2 * tp_ar
     if stack.tp_comm_overlap:
         # Userbuffers split each GEMM and its all-gather or reduce-scatter into chunks that
         # pipeline (Megatron-Core --tp-comm-overlap): the layer's GEMMs hide the collectives,
@@ -174,11 +170,33 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
         a2a = comm.all_to_all_s(tokens * model.top_k * h * act, placement.expert)
         fwd_comm += 2 * a2a                                   # dispatch and combine
         bwd_comm += 2 * a2a
+    return fwd_comm, bwd_comm
 
+
+def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
+                 placement: Placement, stack: StackProfile,
+                 ft: FinetuneSpec = FULL) -> tuple[float, float, float, float]:
+    """(forward compute, backward compute, forward comm, backward comm) of one layer, one micro-batch.
+
+    The communication is what stays exposed: with ``tp_comm_overlap`` the tensor-parallel
+    collectives run beside the layer's GEMMs and only what those cannot hide remains."""
+    gemm = _projection_gemms_s(model, plan, ops)
+    core_fwd, core_bwd = _attention_core_s(model, plan, ops)
+    memory_fwd, rope = _memory_bound_s(model, plan, ops, stack)
+    weight_grads = 0.0 if ft.frozen else gemm                 # dW GEMMs: none for frozen weights
+    base_fwd, base_bwd = _frozen_base_s(model, plan, ops, ft)
+    fwd = gemm + core_fwd + memory_fwd + rope + base_fwd
+    bwd = gemm + weight_grads + core_bwd + 2.0 * memory_fwd + rope + base_bwd
+    if stack.autocast:
+        cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * (
+            model.dense_params_per_layer / plan.tensor + model.expert_params_per_layer / (plan.tensor * plan.expert)))
+        fwd += cast
+        bwd += cast
+    fwd_comm, bwd_comm = _layer_comm_s(model, plan, ops, comm, placement, stack, gemm)
     if plan.recompute == "full":
         bwd += fwd
         bwd_comm += fwd_comm
-    elif plan.recompute == "selective" and (attention == "standard" or stack.recompute_fused_attention):
+    elif plan.recompute == "selective" and (ops.attention_kernel == "standard" or stack.recompute_fused_attention):
         bwd += core_fwd
     return fwd, bwd, fwd_comm, bwd_comm
 
@@ -188,20 +206,12 @@ def _exposed(compute_s: float, comm_s: float, slowdown: float) -> float:
     return max(comm_s, compute_s + slowdown * min(compute_s, comm_s)) - compute_s
 
 
-def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL) -> StepCosts:
-    """Costs of every chunk, the stage boundary, data parallelism and the work between steps."""
-    s, b, h, t, v = plan.seq_len, plan.microbatch, model.hidden, plan.tensor, model.vocab
-    precision = ops.precision
-    tokens = b * s
-    act = activation_bytes_per_element(precision)
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack, ft)
-    launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, precision,
-                                        model.experts / plan.expert)
-    if plan.recompute == "full":
-        launch_b += launch_f
-
-    # LM head: the logits GEMM and the vocabulary-parallel cross-entropy (fused or not).
+def _head_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, stack: StackProfile,
+            ft: FinetuneSpec) -> tuple[float, float, float]:
+    """(head forward, head backward, embedding forward) of one micro-batch: the logits GEMM and the
+    vocabulary-parallel cross-entropy (fused or not), and the embedding lookup."""
+    h, t, v = model.hidden, plan.tensor, model.vocab
+    tokens = plan.microbatch * plan.seq_len
     loss_fwd, loss_bwd = (ops.memory_s(n * tokens * v / t) for n in LOSS_BYTES_PER_LOGIT[stack.cross_entropy])
     head_gemm = ops.matmul_s(tokens, v / t, h)
     head_dw = 0.0 if ft.frozen else head_gemm                 # a frozen LM head: its input gradient alone
@@ -209,64 +219,84 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     if stack.autocast:
         cast = ops.memory_s(AUTOCAST_CAST_BYTES_PER_PARAM * v * h / t)
         head_fwd, head_bwd = head_fwd + cast, head_bwd + cast
+    act = activation_bytes_per_element(ops.precision)
     embed_fwd = ops.memory_s(2.0 * tokens * h * act / (t if plan.sequence_parallel else 1))
+    return head_fwd, head_bwd, embed_fwd
 
-    # Data parallelism over the fullest stage's trained parameters (all of them, or the adapters),
-    # gradients reduced in the stack's element type; parameters gathered in 16 bits, or in fp32
-    # where autocast keeps no 16-bit copy of them. ZeRO-2/3 work unit by unit over every parameter
-    # a GPU holds: a frozen base is gathered in its storage format and only its adapters'
-    # gradients are reduce-scattered, so both are priced per parameter held.
-    dense, expert = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
+
+def _unit_bytes(model: ModelSpec, plan: ParallelPlan, precision: str, stack: StackProfile, ft: FinetuneSpec,
+                trained: tuple[float, float]) -> tuple[float, float]:
+    """(parameter, gradient) bytes per parameter a GPU holds, for ZeRO-2/3's unit-by-unit traffic.
+
+    Parameters are gathered in 16 bits, or in fp32 where autocast keeps no 16-bit copy of them;
+    a frozen base is gathered in its storage format and only its adapters' gradients are
+    reduce-scattered, so both are priced per parameter held."""
     grad_bytes = stack.grad_reduce_bytes(precision)
-    param_bytes = activation_bytes_per_element("fp32") if stack.autocast else act
-    unit_param_bytes, unit_grad_bytes = param_bytes, grad_bytes
-    if ft.frozen:
-        held = sum(max((stage_params(model, plan, st) for st in {0, plan.pipeline - 1}), key=sum))
-        stored = sum(max((stage_weight_bytes(model, plan, st, precision, ft) for st in {0, plan.pipeline - 1}),
-                         key=sum))
-        unit_param_bytes = stored / max(1.0, held)
-        unit_grad_bytes = grad_bytes * (dense + expert) / max(1.0, held)
-    slowdown = ops.efficiency.overlap_slowdown
+    param_bytes = activation_bytes_per_element("fp32") if stack.autocast else activation_bytes_per_element(precision)
+    if not ft.frozen:
+        return param_bytes, grad_bytes
+    ends = {0, plan.pipeline - 1}
+    held = sum(max((stage_params(model, plan, st) for st in ends), key=sum))
+    stored = sum(max((stage_weight_bytes(model, plan, st, precision, ft) for st in ends), key=sum))
+    return stored / max(1.0, held), grad_bytes * sum(trained) / max(1.0, held)
 
+
+def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Placement, stack: StackProfile,
+            layer: tuple[float, ...], ends: tuple[float, float, float], unit: tuple[float, float],
+            slowdown: float) -> list[ChunkCost]:
+    """Every chunk's cost from one layer's (fwd, bwd, fwd comm, bwd comm, fwd launch, bwd launch), the
+    (head forward, head backward, embedding forward) of the end stages and the ZeRO-2/3 unit bytes."""
+    fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b = layer
+    head_fwd, head_bwd, embed_fwd = ends
+    t = plan.tensor
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
     sharded: dict[ChunkWork, tuple[float, float]] = {}      # chunks alike (the middle ones) priced once
     for i, n in enumerate(layers):
         first, last = i == 0, i == len(layers) - 1
-        fwd = n * (fwd_l + fcomm_l + launch_f)
-        bwd = n * (bwd_l + bcomm_l + launch_b)
-        if first:
-            fwd += embed_fwd
-            bwd += 2 * embed_fwd
-        if last:
-            fwd += head_fwd
-            bwd += head_bwd
+        fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
+        bwd = n * (bwd_l + bcomm_l + launch_b) + (2 * embed_fwd if first else 0.0) + (head_bwd if last else 0.0)
         work = ChunkWork(n, fwd_l + fcomm_l + launch_f, bwd_l + bcomm_l + launch_b,
                          embed_fwd if first else 0.0, head_fwd if last else 0.0,
                          model.embedding_params / t if first else 0.0,
                          model.head_params / t if last else 0.0)
         if work not in sharded:
-            sharded[work] = sharded_extra_s(work, model, plan, comm, placement, stack, unit_param_bytes,
-                                            unit_grad_bytes, slowdown)
+            sharded[work] = sharded_extra_s(work, model, plan, comm, placement, stack, unit[0], unit[1], slowdown)
         dp_fwd, dp_bwd = sharded[work]
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
                                 dp_fwd, dp_bwd))
+    return chunks
 
-    # Pipeline sends: each tensor-parallel rank sends its 1/t slice of the b·s·h boundary
-    # activation (Megatron's scatter/gather optimisation, Narayanan et al. SC'21 §4.1); without
-    # sequence parallelism the receiving ranks all-gather the slices over NVLink. Stacks
-    # without it send the whole activation from every rank.
-    p2p = 0.0
-    if plan.pipeline > 1:
-        if stack.pipeline_sends == "full" and not plan.sequence_parallel:
-            p2p = comm.send_recv_s(tokens * h * act, placement.pipeline)
-        else:
-            p2p = comm.send_recv_s(tokens * h * act / t, placement.pipeline)
-            if not plan.sequence_parallel:
-                p2p += comm.all_gather_s(tokens * h * act, placement.tensor)
 
-    # ZeRO-0/1 reduce whole gradients once per step (ZeRO-2/3 reduce-scatter them every
-    # backward, in ``sharding``); ZeRO-1/2 all-gather the updated parameters.
+def _p2p_s(model: ModelSpec, plan: ParallelPlan, precision: str, comm: CommModel, placement: Placement,
+           stack: StackProfile) -> float:
+    """One activation transfer between pipeline stages.
+
+    Each tensor-parallel rank sends its 1/t slice of the b·s·h boundary activation (Megatron's
+    scatter/gather optimisation, Narayanan et al. SC'21 §4.1); without sequence parallelism the
+    receiving ranks all-gather the slices over NVLink. Stacks without it send the whole
+    activation from every rank."""
+    if plan.pipeline <= 1:
+        return 0.0
+    size = plan.microbatch * plan.seq_len * model.hidden * activation_bytes_per_element(precision)
+    if stack.pipeline_sends == "full" and not plan.sequence_parallel:
+        return comm.send_recv_s(size, placement.pipeline)
+    p2p = comm.send_recv_s(size / plan.tensor, placement.pipeline)
+    if not plan.sequence_parallel:
+        p2p += comm.all_gather_s(size, placement.tensor)
+    return p2p
+
+
+def _dp_collectives_s(plan: ParallelPlan, precision: str, comm: CommModel, placement: Placement,
+                      stack: StackProfile, trained: tuple[float, float]) -> tuple[float, float]:
+    """(gradient reduce, parameter gather) once per step over the fullest stage's trained parameters.
+
+    ZeRO-0/1 reduce whole gradients once per step (ZeRO-2/3 reduce-scatter them every backward,
+    in ``sharding``); ZeRO-1/2 all-gather the updated parameters."""
+    dense, expert = trained
+    grad_bytes = stack.grad_reduce_bytes(precision)
+    param_bytes = activation_bytes_per_element("fp32") if stack.autocast else activation_bytes_per_element(precision)
+
     def over_dp(collective, bytes_per_param: float) -> float:
         return (collective(dense * bytes_per_param, placement.data)
                 + collective(expert * bytes_per_param, placement.expert_data))
@@ -278,7 +308,30 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
         dp_reduce = over_dp(comm.reduce_scatter_s, grad_bytes)
     if plan.zero in (1, 2):
         dp_gather = over_dp(comm.all_gather_s, param_bytes)
+    return dp_reduce, dp_gather
 
+
+def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
+               placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL) -> StepCosts:
+    """Costs of every chunk, the stage boundary, data parallelism and the work between steps.
+
+    Data parallelism works over the fullest stage's trained parameters (all of them, or the
+    adapters), gradients reduced in the stack's element type."""
+    precision = ops.precision
+    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack, ft)
+    launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, precision,
+                                        model.experts / plan.expert)
+    if plan.recompute == "full":
+        launch_b += launch_f
+    ends = _head_s(model, plan, ops, stack, ft)
+    trained = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
+    unit = _unit_bytes(model, plan, precision, stack, ft, trained)
+    slowdown = ops.efficiency.overlap_slowdown
+    chunks = _chunks(model, plan, comm, placement, stack, (fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b),
+                     ends, unit, slowdown)
+    p2p = _p2p_s(model, plan, precision, comm, placement, stack)
+    dp_reduce, dp_gather = _dp_collectives_s(plan, precision, comm, placement, stack, trained)
+    dense, expert = trained
     shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
     overheads, optimizer = step_work_s(dense + expert, shard, plan, ops, comm, placement, stack)
     return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads)

@@ -16,6 +16,10 @@ speed, FlashAttention in Triton at its own forward and backward speeds (catalog
 calibration.yaml ``flash2_peak_fraction``, ``flash1_speed_vs_flash2``,
 ``triton_speed_vs_flash2``). A fused attention kernel computes over its head
 dimension rounded up to the tile it was built for (``padded_head_dim``).
+
+With ``shape_aware`` a GEMM's compute time also pays for its shape: padded tiles, the
+last partial wave over the SMs and each tile's pipeline fill (``operators.gemm``), so
+small GEMMs run below the rate of large ones.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from functools import cached_property
 from twin.calibration import (Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction,
                               triton_speed_vs_flash2)
 from twin.hardware.specs import GPUSpec
+from twin.operators.gemm import compute_factor
 from twin.workload.finetune import GEMM_OPERAND_BYTES
 
 # GEMM operands by precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 and int8 GEMMs
@@ -55,6 +60,7 @@ class OperatorModel:
                                        # the GEMM precision (weight-only quantisation: 4-bit weights, fp16 GEMM)
     separate_fp8_cast: bool = True     # training (Transformer Engine) casts each fp8 GEMM input in its own
                                        # kernel; inference engines fuse the cast into the norm or activation before
+    shape_aware: bool = False          # GEMM compute priced by tiles and waves over the SMs (operators.gemm)
 
     @cached_property
     def matmul_flops(self) -> float:
@@ -116,7 +122,6 @@ class OperatorModel:
 
     def matmul_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of (m×k)·(k×n)."""
-        flops = 2.0 * m * n * k
         operand = GEMM_OPERAND_BYTES[self.precision]
         weight = operand if self.weight_bytes is None else self.weight_bytes
         moved = operand * m * k + weight * k * n + OUTPUT_BYTES[self.precision] * m * n
@@ -124,7 +129,12 @@ class OperatorModel:
         if self.precision == "fp8" and self.separate_fp8_cast:
             amax = FP8_CURRENT_SCALING_AMAX_BYTES if self.fp8_recipe == "current" else 0.0
             cast = (FP8_CAST_BYTES_PER_ELEMENT + amax) * m * k / self.memory_Bps
-        return count * (max(flops / self.matmul_flops, moved / self.memory_Bps) + cast)
+        return count * (max(self.matmul_compute_s(m, n, k), moved / self.memory_Bps) + cast)
+
+    def matmul_compute_s(self, m: float, n: float, k: float) -> float:
+        """The compute side of one (m×k)·(k×n) GEMM's roofline: its FLOPs, or its tiles when ``shape_aware``."""
+        seconds = 2.0 * m * n * k / self.matmul_flops
+        return seconds * compute_factor(self.gpu, m, n, k) if self.shape_aware else seconds
 
     def memory_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel that reads and writes ``bytes_moved`` in all."""

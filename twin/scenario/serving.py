@@ -8,7 +8,7 @@ layer, with the same one-line messages.
 
 from typing import Literal, Union
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from twin.options import BatchScheduler, Distribution, KVPrecision, Offload, ServingPrecision
 from twin.scenario.fields import Flag, Strict, name_text, number
@@ -41,7 +41,11 @@ class Parallelism(Strict):
 
 
 class Engine(Strict):
-    """The serving engine's settings (TensorRT-LLM / vLLM vocabulary)."""
+    """The serving engine: a catalog profile (engines.yaml) and the settings that override it.
+
+    Keys left out take the profile's value (the defaults below are only what an unset key is
+    shown as); ``serving.engine: vllm-0.6`` is short for ``{profile: vllm-0.6}``."""
+    profile: str = "tensorrt-llm-0.13"
     max_batch: MaxBatch = 256
     max_tokens_in_flight: Union[Literal["auto"], TokensInFlight] = "auto"
     chunked_prefill: Flag = True
@@ -116,10 +120,16 @@ class Serving(Strict):
     parallelism: Parallelism = Parallelism()
     replicas: Union[Literal["auto"], Replicas] = "auto"
     mig: str | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
-    engine: Engine = Engine()
+    engine: Engine = Engine()              # a profile's name, or the profile and its overrides
     load: Load
     slo: SLO = SLO()
     compare: list[Alternative] = []
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _profile_by_name(cls, value):
+        """``engine: vllm-0.6`` is ``engine: {profile: vllm-0.6}``."""
+        return {"profile": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _bounded_comparison(self) -> "Serving":

@@ -14,13 +14,26 @@ replica (tensor parallelism ``t``) a layer costs:
   attention (FlashAttention) and read the KV of their earlier chunks.
 - memory-bound kernels (norms, residual adds, activation function) per token
   (``operators.elementwise.elementwise_bytes``, fused kernels);
-- two tensor-parallel all-reduces of ``m · h`` 16-bit activations
-  (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it).
+- two tensor-parallel all-reduces of ``m · h`` 16-bit activations: NCCL's
+  (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it), or
+  the engine's own one-shot / two-shot kernels inside an NVLink node where faster
+  (``network.tp_kernels``, up to the engine's ``custom_all_reduce_max_bytes``).
 
+GEMMs are priced by shape (``operators.gemm``: tiles, waves over the SMs, pipeline fill).
 The last stage adds the LM head for every sequence that emits a token (16-bit
 weights). With ``p`` pipeline stages the batch runs as ``p`` micro-batches that keep
 every stage busy: an iteration takes ``p`` stage-times of a micro-batch plus the
-stage-to-stage sends. Each iteration adds ``iteration_overhead_s``.
+stage-to-stage sends.
+
+Every iteration also pays the engine's fixed costs (its profile, ``EngineSpec``): the
+launch of each kernel (``kernels_per_layer`` per layer and ``kernels_per_iteration``
+more, ``KERNEL_LAUNCH_S`` each), or one graph launch for a decode-only iteration the
+engine captured as a CUDA graph, which bound the iteration when its kernels are shorter
+(the host launches ahead of the GPU: the iteration's GPU time is the longer of the
+kernels and their launches); and its host work ``host_s`` (scheduling, input
+preparation, outputs), added to the GPU's time, or hidden behind it by an overlap
+scheduler (the iteration takes the longer of the two). A profile without a published
+host cost takes the calibrated ``iteration_overhead_s``.
 """
 
 from __future__ import annotations
@@ -30,11 +43,13 @@ from functools import cached_property
 
 from twin.calibration import ServingEfficiency
 from twin.network.collectives import CommModel
+from twin.network.tp_kernels import custom_all_reduce_s
 from twin.operators.elementwise import elementwise_bytes
+from twin.operators.launches import KERNEL_LAUNCH_S
 from twin.operators.roofline import OperatorModel
 from twin.options import KVPrecision
 from twin.serving.kv_cache import UNQUANTISED_BYTES, MemoryPlan
-from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES
+from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES, EngineSpec
 from twin.workload.model import ModelSpec
 from twin.workload.placement import GroupShape
 from twin.workload.plan import stage_layers
@@ -74,8 +89,9 @@ class IterationModel:
     pipeline: GroupShape
     memory: MemoryPlan
     kv_precision: KVPrecision
-    overhead_s: float
+    overhead_s: float              # calibrated host work per iteration (profiles without their own)
     host_memory_Bps: float         # Grace memory read over C2C (0 without)
+    engine: EngineSpec = EngineSpec()   # the engine's per-iteration costs and all-reduce kernels
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
     @property
@@ -90,8 +106,27 @@ class IterationModel:
         p2p = 0.0
         if p > 1:
             p2p = p * self.comm.send_recv_s(micro.tokens * self.model.hidden * UNQUANTISED_BYTES, self.pipeline)
-        return IterationTime(p * (compute + memory + comm) + p2p + self.overhead_s,
-                             p * compute, p * memory, p * comm + p2p, self.overhead_s)
+        kernels = p * (compute + memory + comm) + p2p
+        gpu = max(kernels, self.launch_s(batch))
+        host = self.host_s
+        total = max(gpu, host) if self.engine.overlap_scheduler else gpu + host
+        return IterationTime(total, p * compute, p * memory, p * comm + p2p, total - kernels)
+
+    @property
+    def host_s(self) -> float:
+        """Host work per iteration: the engine profile's, or the calibrated one where the profile says so."""
+        return self.overhead_s if self.engine.host_s is None else self.engine.host_s
+
+    def launch_s(self, batch: Batch) -> float:
+        """Kernel launches of one iteration: one graph launch for a captured decode-only batch, else every kernel.
+
+        The host launches kernels ahead of the GPU, so launches bound an iteration only when its
+        kernels are shorter than their launches (the iteration takes the longer of the two)."""
+        e = self.engine
+        if e.cuda_graphs and not batch.prefill_tokens and batch.decode_seqs <= e.graph_max_batch:
+            return KERNEL_LAUNCH_S
+        kernels = e.kernels_per_layer * self._layers * self.stages + e.kernels_per_iteration
+        return kernels * KERNEL_LAUNCH_S
 
     def time_s(self, batch: Batch, kv_spilled: float = 0.0) -> float:
         return self.time(batch, kv_spilled).total_s
@@ -143,7 +178,7 @@ class IterationModel:
         compute = memory = 0.0
         for rows, n, k, count in shapes:
             s = ops.matmul_s(rows, n, k, count)
-            if 2.0 * rows * n * k * count / ops.matmul_flops >= s * (1 - 1e-9):
+            if count * ops.matmul_compute_s(rows, n, k) >= s * (1 - 1e-9):
                 compute += s
             else:
                 memory += s
@@ -187,8 +222,20 @@ class IterationModel:
         return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
 
     def _all_reduce(self, tokens: int) -> float:
-        return self._memo(("ar", tokens), lambda: self.comm.all_reduce_s(
-            tokens * self.model.hidden * UNQUANTISED_BYTES, self.tensor))
+        return self._memo(("ar", tokens), lambda: self.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES))
+
+    def all_reduce_s(self, size_bytes: float) -> float:
+        """One tensor-parallel all-reduce: NCCL's, or the engine's own kernels inside an NVLink node where faster."""
+        t = self.tensor
+        if t.ranks <= 1:
+            return 0.0
+        nccl = self.comm.all_reduce_s(size_bytes, t)
+        e, gpu = self.engine, self.comm.cluster.node.gpu
+        on_nvlink = t.ranks_per_node == t.ranks and gpu.nvlink_Bps > 0
+        if e.all_reduce != "custom" or not on_nvlink or size_bytes > e.custom_all_reduce_max_bytes:
+            return nccl
+        link = gpu.nvlink_per_direction_Bps * self.comm.efficiency.nvlink
+        return min(nccl, custom_all_reduce_s(size_bytes, t.ranks, link))
 
     @cached_property
     def _weight_spill_s(self) -> float:
@@ -211,12 +258,13 @@ def _split(batch: Batch, parts: int) -> Batch:
 
 def iteration_model(model: ModelSpec, gpu, precision: str, kv_precision: str, comm: CommModel,
                     tensor: GroupShape, pipeline: GroupShape, memory: MemoryPlan,
-                    efficiency: ServingEfficiency, training_efficiency) -> IterationModel:
-    """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance)."""
+                    efficiency: ServingEfficiency, training_efficiency,
+                    engine: EngineSpec = EngineSpec()) -> IterationModel:
+    """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance) under ``engine``."""
     eff = efficiency.operator_efficiency(training_efficiency)
     gemm = GEMM_PRECISION[precision]
     weight = WEIGHT_BYTES[precision] if precision == "int4" else None
-    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False)
+    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False, shape_aware=True)
     head_ops = replace(ops, precision="fp16" if gemm == "fp16" else "bf16", weight_bytes=None)
     return IterationModel(model, ops, head_ops, comm, tensor, pipeline, memory, kv_precision,
-                          efficiency.iteration_overhead_s, gpu.host_memory_Bps)
+                          efficiency.iteration_overhead_s, gpu.host_memory_Bps, engine)

@@ -32,6 +32,8 @@ from twin.workload.model import ModelSpec
 from twin.workload.placement import GroupShape
 
 PERCENTILES = (50, 90, 99)
+# Precisions that need the engine's quantised GEMM kernels (EngineSpec.quantised).
+QUANTISED = ("fp8", "int8", "int4")
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,10 @@ def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficien
             raise ScenarioError(f"{where}.parallelism", f"tensor {spec.tensor} × pipeline {spec.pipeline} on MIG "
                                 "instances: an instance has no NVLink or peer access; use 1 × 1 per instance")
     check_precision(gpu, spec.precision, spec.kv_cache, where)
+    if spec.precision in QUANTISED and spec.precision not in spec.engine.quantised:
+        have = ", ".join(spec.engine.quantised) or "none"
+        raise ScenarioError(f"{where}.precision", f"{spec.engine.profile} has no {spec.precision} kernels; "
+                            f"its quantised kernels: {have}; or bf16, fp16")
     if spec.engine.offload == "grace" and node.gpu.host_memory_bytes <= 0:
         key = "serving.engine.offload" if where == "serving" else f"{where}.offload"   # alternatives name it flat
         raise ScenarioError(key, f"grace offload needs a Grace Hopper superchip; the {node.gpu.name} has no Grace "
@@ -155,7 +161,7 @@ def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficien
     pipeline = GroupShape(spec.pipeline, max(1, min(spec.pipeline, stage_nodes)))
     comm = CommModel(cluster, training_efficiency)
     it = iteration_model(m, gpu, spec.precision, spec.kv_cache, comm, tensor, pipeline, mem,
-                         efficiency, training_efficiency)
+                         efficiency, training_efficiency, spec.engine)
     return Replica(gpu, profile, mem, it, devices, count)
 
 

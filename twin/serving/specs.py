@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.options import BatchScheduler, Distribution, Offload
+from twin.options import AllReduceKernels, BatchScheduler, Distribution, Offload
 
 # Bytes per stored weight. int4 is weight-only (AWQ/GPTQ style): 4-bit weights with one
 # 16-bit scale per group of 128 (Lin et al. 2024, AWQ, §3: group size 128), 0.5 + 2/128 B.
@@ -49,6 +49,19 @@ class EngineSpec:
     offload: Offload = "none"              # "grace": KV and weights may spill to Grace memory over NVLink-C2C
     block_tokens: int = 64                 # tokens per paged-KV block (TensorRT-LLM default tokens_per_block)
     kv_memory_fraction: float = 0.9        # share of the memory left after weights and reserve given to the KV cache
+    # What an engine release adds to every iteration (catalog engines.yaml; twin.serving.profiles).
+    # The defaults launch nothing and take the calibrated host work per iteration.
+    profile: str = "none"                  # the catalog profile these settings came from
+    kernels_per_layer: float = 0.0         # kernels one layer launches per iteration (communication apart)
+    kernels_per_iteration: float = 0.0     # kernels outside the layers: embedding, final norm, LM head, sampling
+    cuda_graphs: bool = False              # decode-only iterations of up to graph_max_batch sequences replay a graph
+    graph_max_batch: int = 0
+    host_s: float | None = None            # host work per iteration: scheduling, input preparation, outputs;
+                                           # None: the calibrated ServingEfficiency.iteration_overhead_s
+    overlap_scheduler: bool = False        # host work for iteration i+1 runs while the GPU runs iteration i
+    all_reduce: AllReduceKernels = "nccl"  # tensor-parallel all-reduce kernels
+    custom_all_reduce_max_bytes: float = 0.0
+    quantised: tuple[str, ...] = ("fp8", "int8", "int4")   # weight precisions the engine has kernels for
 
 
 @dataclass(frozen=True)

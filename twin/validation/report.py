@@ -8,7 +8,7 @@ from twin.outputs import write_atomic
 from twin.report import table
 from twin.validation.metrics import METRICS
 from twin.validation.runner import Outcome, Summary
-from twin.validation.serving import GROUPS, SERVING_SOURCE, ServingGroup, ServingOutcome
+from twin.validation.serving import GROUPS, SERVING_SOURCE, ServingGroup, ServingOutcome, by_engine_and_kind
 from twin.validation.serving import run_cases as run_serving
 from twin.validation.serving import summarize as summarize_serving
 
@@ -115,7 +115,8 @@ def markdown(outcomes: list[Outcome], summary: Summary, efficiencies: dict[str, 
 # -- serving rows ---------------------------------------------------------------------------
 
 SERVING_GROUP_HEADER = ["group", "role", "rows", "mean abs error", "median", "range", "within 25%", "tolerance"]
-SERVING_CASE_HEADER = ["row", "group", "role", "published tok/s", "predicted tok/s", "error"]
+SERVING_CASE_HEADER = ["row", "engine", "kind", "group", "role", "published tok/s", "predicted tok/s", "error"]
+SERVING_KIND_HEADER = ["engine, role, kind of row", "role", "rows", "MAPE", "median", "range", "within 25%", "tolerance"]
 
 
 def serving_group_rows(groups: list[ServingGroup]) -> list[list[str]]:
@@ -130,14 +131,17 @@ def serving_group_rows(groups: list[ServingGroup]) -> list[list[str]]:
 
 
 def serving_case_rows(outcomes: list[ServingOutcome]) -> list[list[str]]:
-    return [[o.case.id, o.case.group, o.case.role, _num(o.case.published),
+    return [[o.case.id, o.case.engine, o.case.kind, o.case.group, o.case.role, _num(o.case.published),
              _num(o.predicted) if math.isfinite(o.predicted) else "does not fit",
              _pct(o.error if math.isfinite(o.error) else None)] for o in outcomes]
 
 
 def serving_text(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:
     return "\n".join(["Serving: TensorRT-LLM 0.13.0 offline throughput (output tokens/s)", "",
-                      table(serving_group_rows(groups), SERVING_GROUP_HEADER)])
+                      table(serving_group_rows(groups), SERVING_GROUP_HEADER), "",
+                      "Serving by engine and kind of row (prompt-heavy: input ≥ 4 × output; decode-heavy: "
+                      "output ≥ 4 × input)", "",
+                      table(serving_group_rows(by_engine_and_kind(outcomes)), SERVING_KIND_HEADER)])
 
 
 def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:
@@ -145,6 +149,9 @@ def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup])
     out = ["## Serving results", "", f"Source: {SERVING_SOURCE}.", "",
            "### Per group", "", _md_table(serving_group_rows(groups), SERVING_GROUP_HEADER), ""]
     out += [f"- **{name}**: {text}" for name, text in GROUPS.items()]
+    out += ["", "### By engine and kind of row", "",
+            "Prompt-heavy rows have an input at least 4 times their output, decode-heavy rows the reverse.", "",
+            _md_table(serving_group_rows(by_engine_and_kind(outcomes)), SERVING_KIND_HEADER)]
     out += ["", "### Every row", "", _md_table(serving_case_rows(outcomes), SERVING_CASE_HEADER), ""]
     return "\n".join(out)
 

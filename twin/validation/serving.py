@@ -14,7 +14,7 @@ GH200 column), each check group against the tolerance ``CHECK_TOLERANCE``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import numpy as np
@@ -23,6 +23,7 @@ import yaml
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
 from twin.serving.deployment import ServingSpec, replica, simulate
+from twin.serving.profiles import engine_profile
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.model import model_spec
 
@@ -50,6 +51,12 @@ GROUPS = {
 }
 
 
+# Kinds of row (``ServingCase.kind``): a row is prompt-heavy or decode-heavy when one length is at
+# least this many times the other; batch-1 rows run one request at a time.
+KIND_RATIO = 4
+KINDS = ("prompt-heavy", "decode-heavy", "balanced", "batch-1")
+
+
 @dataclass(frozen=True)
 class ServingCase:
     model: str
@@ -60,6 +67,19 @@ class ServingCase:
     output_tokens: int
     published: float
     role: str
+    engine: str = "tensorrt-llm-0.13"   # the engine profile the source ran (catalog engines.yaml)
+    max_batch: int | None = None         # the source's batch limit where the row sets one
+
+    @property
+    def kind(self) -> str:
+        """prompt-heavy, decode-heavy, balanced or batch-1 (``KINDS``)."""
+        if self.max_batch == 1:
+            return "batch-1"
+        if self.input_tokens >= KIND_RATIO * self.output_tokens:
+            return "prompt-heavy"
+        if self.output_tokens >= KIND_RATIO * self.input_tokens:
+            return "decode-heavy"
+        return "balanced"
 
     @property
     def id(self) -> str:
@@ -112,29 +132,45 @@ class ServingGroup:
 
 def summarize(outcomes: list[ServingOutcome]) -> list[ServingGroup]:
     """One line per group (``GROUPS`` order), then one per role."""
-    out = []
     by_group = [(name, GROUPS[name], [o for o in outcomes if o.case.group == name]) for name in GROUPS]
     by_role = [(f"all {role} rows", f"every {role} row", [o for o in outcomes if o.case.role == role])
                for role in ("calibration", "check")]
-    for name, description, members in by_group + by_role:
-        if not members:
-            continue
-        errors = np.array([o.error for o in members if math.isfinite(o.error)])
-        role = members[0].case.role
-        out.append(ServingGroup(name, description, role, len(members), float(np.mean(np.abs(errors))),
-                                float(np.median(errors)), float(errors.min()), float(errors.max()),
-                                float(np.mean(np.abs(errors) <= 0.25)), len(members) - len(errors)))
+    return [_group(name, description, members) for name, description, members in by_group + by_role if members]
+
+
+def by_engine_and_kind(outcomes: list[ServingOutcome]) -> list[ServingGroup]:
+    """One line per (engine, role), then per (engine, role, kind of row), for the rows present."""
+    out = []
+    engines = list(dict.fromkeys(o.case.engine for o in outcomes))
+    for engine in engines:
+        for role in ("calibration", "check"):
+            mine = [o for o in outcomes if o.case.engine == engine and o.case.role == role]
+            if mine:
+                out.append(_group(f"{engine} {role}", f"{engine}, every {role} row", mine))
+            for kind in KINDS:
+                members = [o for o in mine if o.case.kind == kind]
+                if members:
+                    out.append(_group(f"{engine} {role} {kind}", f"{engine}, {kind} {role} rows", members))
     return out
+
+
+def _group(name: str, description: str, members: list[ServingOutcome]) -> ServingGroup:
+    errors = np.array([o.error for o in members if math.isfinite(o.error)])
+    return ServingGroup(name, description, members[0].case.role, len(members), float(np.mean(np.abs(errors))),
+                        float(np.median(errors)), float(errors.min()), float(errors.max()),
+                        float(np.mean(np.abs(errors) <= 0.25)), len(members) - len(errors))
 
 
 def load_cases(name: str = "trtllm_0.13.yaml") -> tuple[EngineSpec, list[ServingCase]]:
     text = resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
     data = yaml.safe_load(text)
-    engine = EngineSpec(**data["engine"])
+    settings = dict(data["engine"])
+    engine = replace(engine_profile(settings.pop("profile")), **settings)
     cases = []
     for model, gpu, precision, tensor, lengths, published, role in data["rows"]:
         isl, osl = (int(x) for x in lengths.split("/"))
-        cases.append(ServingCase(model, gpu, precision, int(tensor), isl, osl, float(published), role))
+        cases.append(ServingCase(model, gpu, precision, int(tensor), isl, osl, float(published), role,
+                                 engine.profile))
     return engine, cases
 
 

@@ -1,0 +1,163 @@
+"""Engine profiles, GEMMs by shape and tensor-parallel kernels, against hand calculations and invariants."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from twin.calibration import Efficiency, ServingEfficiency
+from twin.errors import ScenarioError
+from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, gpu_spec, node_spec
+from twin.network.tp_kernels import BARRIER_S
+from twin.operators.launches import KERNEL_LAUNCH_S
+from twin.operators.roofline import OperatorModel
+from twin.serving.batching import Batch
+from twin.serving.deployment import ServingSpec, replica, simulate
+from twin.serving.profiles import engine_profile, profile_names
+from twin.serving.specs import LengthSpec, LoadSpec, SLOSpec
+from twin.workload.model import model_spec
+
+SERVING = ServingEfficiency.calibrated()
+TRAINING = Efficiency.calibrated()
+H100 = gpu_spec("h100-sxm")
+
+
+def cluster(node: str = "dgx-h100") -> ClusterSpec:
+    n = node_spec(node)
+    fabric = FabricSpec("rail-optimized-fat-tree", n.compute_nics.line_rate_Bps, 32, 1.0)
+    return ClusterSpec(n, 1, 0, 1, None, None, fabric, StorageSpec(1e10, 1e10, None))
+
+
+def deployment(engine, precision="bf16", tensor=1, isl=128, osl=1, count=1, model="llama3-8b") -> ServingSpec:
+    load = LoadSpec(None, count, LengthSpec(isl), LengthSpec(osl))
+    kv = "fp8" if precision == "fp8" else precision
+    return ServingSpec(model_spec(model), precision, kv, tensor, 1, 1, None, engine, load, SLOSpec())
+
+
+def run(s: ServingSpec, node: str = "dgx-h100"):
+    rep = replica(s, cluster(node), SERVING, TRAINING)
+    return rep, simulate(s, rep)
+
+
+# -- profiles -----------------------------------------------------------------------------------
+
+def test_every_profile_reads_with_its_source():
+    import twin.catalog as catalog
+
+    for name in profile_names():
+        e = engine_profile(name)
+        assert e.profile == name and e.max_batch >= 1 and e.block_tokens >= 1
+        assert len(catalog.table("engines")[name]["source"]) > 100
+
+
+def test_an_unknown_profile_is_one_line_with_a_suggestion():
+    with pytest.raises(ScenarioError, match=r"serving.engine.profile: unknown engine 'vllm-06' \(did you mean 'vllm-0.6'\?\)"):
+        engine_profile("vllm-06")
+
+
+def test_batch_one_first_token_includes_the_engine_per_iteration_cost():
+    """128-token prompt, batch 1: the first token waits for the engine's host work and launches;
+    a profile without them answers sooner, by at least the host work (vLLM 0.6: 4 ms)."""
+    engine = engine_profile("vllm-0.6")
+    bare = replace(engine, host_s=0.0, kernels_per_layer=0.0, kernels_per_iteration=0.0, cuda_graphs=False)
+    _, with_cost = run(deployment(engine))
+    _, without = run(deployment(bare))
+    assert with_cost.ttft_s.p50 - without.ttft_s.p50 >= engine.host_s * (1 - 1e-9)
+    assert with_cost.ttft_s.p50 < without.ttft_s.p50 + engine.host_s + 0.01
+
+
+def test_launches_bound_a_short_iteration_and_hide_behind_a_long_one():
+    rep, _ = run(deployment(engine_profile("tensorrt-llm-0.13")))
+    it = rep.iteration
+    kernels = it.engine.kernels_per_layer * 32 + it.engine.kernels_per_iteration      # llama3-8b: 32 layers
+    assert it.launch_s(Batch(decode_seqs=1, decode_context=1)) == pytest.approx(kernels * KERNEL_LAUNCH_S)
+    long = it.time(Batch(prefill_tokens=8192, prefill_pairs=8192 * 8193 / 2, prefill_done=1))
+    assert long.total_s - it.host_s == pytest.approx(long.compute_s + long.memory_s + long.comm_s)
+
+
+def test_cuda_graphs_replay_decode_with_one_launch():
+    rep, _ = run(deployment(engine_profile("vllm-0.10")))
+    it = rep.iteration
+    assert it.launch_s(Batch(decode_seqs=8, decode_context=800)) == KERNEL_LAUNCH_S
+    assert it.launch_s(Batch(decode_seqs=8, decode_context=800, prefill_tokens=64)) > 100 * KERNEL_LAUNCH_S
+
+
+@pytest.mark.parametrize("older, newer", [("vllm-0.6", "vllm-0.10"), ("tensorrt-llm-0.13", "tensorrt-llm-1.0")])
+def test_a_newer_profile_never_slows_a_run_its_limits_do_not_bind(older, newer):
+    """The same scheduler limits on both; the newer release's per-iteration costs are no higher."""
+    old = engine_profile(older)
+    limits = {k: getattr(old, k) for k in ("max_batch", "max_tokens_in_flight", "chunked_prefill", "prefix_cache",
+                                           "scheduler", "block_tokens", "kv_memory_fraction")}
+    new = replace(engine_profile(newer), **limits)
+    for isl, osl, count in ((128, 1, 1), (512, 128, 64), (2048, 256, 16)):
+        _, a = run(deployment(old, isl=isl, osl=osl, count=count))
+        _, b = run(deployment(new, isl=isl, osl=osl, count=count))
+        assert b.output_tokens_per_s >= a.output_tokens_per_s * (1 - 1e-9)
+        assert b.ttft_s.p50 <= a.ttft_s.p50 * (1 + 1e-9)
+
+
+def test_a_precision_the_engine_has_no_kernels_for_is_refused():
+    engine = replace(engine_profile("vllm-0.6"), quantised=("int4",))
+    with pytest.raises(ScenarioError, match="serving.precision: vllm-0.6 has no fp8 kernels"):
+        run(deployment(engine, precision="fp8"))
+
+
+# -- GEMMs by shape ------------------------------------------------------------------------------
+
+def test_a_gemm_of_one_row_is_memory_bound_at_the_weight_bytes():
+    ops = OperatorModel(H100, "bf16", TRAINING, shape_aware=True)
+    n = k = 4096
+    moved = 2.0 * (k * n + k + n)              # the weight, one input row, one output row, 16 bits each
+    assert ops.matmul_s(1, n, k) == pytest.approx(moved / ops.memory_Bps, rel=1e-9)
+    assert ops.matmul_compute_s(1, n, k) < 0.5 * ops.matmul_s(1, n, k)
+
+
+def test_a_large_gemm_reaches_the_calibrated_rate():
+    ops = OperatorModel(H100, "bf16", TRAINING, shape_aware=True)
+    m = n = k = 8192
+    rate = 2.0 * m * n * k / ops.matmul_s(m, n, k)
+    assert 0.93 * ops.matmul_flops <= rate <= ops.matmul_flops
+
+
+def test_small_model_gemms_run_below_the_rate_of_large_model_gemms():
+    """Hidden 2,048 against 16,384 on H100, 8,192 tokens: tiles, waves and pipeline fill cost more
+    of a small GEMM."""
+    ops = OperatorModel(H100, "bf16", TRAINING, shape_aware=True)
+    tokens = 8192
+
+    def rate(h: int) -> float:
+        return 2.0 * tokens * h * h / ops.matmul_s(tokens, h, h)
+
+    assert rate(2048) < 0.95 * rate(16384)
+    assert rate(16384) <= ops.matmul_flops
+
+
+def test_fp8_speedup_of_a_batch_one_decode_step_is_below_the_ratio_of_the_peaks():
+    times = {}
+    for precision in ("bf16", "fp8"):
+        rep, _ = run(deployment(engine_profile("tensorrt-llm-0.13"), precision=precision))
+        times[precision] = rep.iteration.time_s(Batch(decode_seqs=1, decode_context=128))
+    speedup = times["bf16"] / times["fp8"]
+    assert 1.0 < speedup < H100.peak("fp8") / H100.peak("bf16")
+    assert speedup < 1.9                       # the 16-bit LM head and the fixed costs do not shrink
+
+
+# -- tensor-parallel all-reduce in decode ---------------------------------------------------------
+
+def test_a_tp8_all_reduce_is_latency_bound_small_and_bandwidth_bound_large():
+    rep, _ = run(deployment(engine_profile("tensorrt-llm-0.13"), tensor=8, model="llama3-70b"))
+    it = rep.iteration
+    small = it.all_reduce_s(16e3)
+    assert small == pytest.approx(KERNEL_LAUNCH_S + BARRIER_S, rel=0.15)
+    assert it.all_reduce_s(8e3) > 0.9 * small
+    large = it.all_reduce_s(256e6)
+    assert it.all_reduce_s(512e6) == pytest.approx(2 * large, rel=0.02)
+    assert large == pytest.approx(rep.iteration.comm.all_reduce_s(256e6, it.tensor))   # NCCL above 8 MiB
+
+
+def test_without_nvlink_the_all_reduce_is_nccl_over_pcie():
+    rep, _ = run(deployment(engine_profile("tensorrt-llm-0.13"), tensor=4, model="llama3-70b", precision="fp8"),
+                 node="l40s-8")
+    it = rep.iteration
+    assert it.all_reduce_s(16e3) == pytest.approx(it.comm.all_reduce_s(16e3, it.tensor))

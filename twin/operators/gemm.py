@@ -1,0 +1,72 @@
+"""GEMMs by shape: tiles, waves over the SMs, and the pipeline fill of each tile.
+
+A library GEMM cuts its M×N output into tiles of ``tile_m × tile_n`` (the shape of its
+list that runs the GEMM fastest), one thread block each, and runs them in waves over the GPU's SMs; each tile walks K in blocks of
+``k_block`` through a pipeline of ``stages`` shared-memory buffers, and its tensor cores
+wait for the first ``stages - 1`` blocks. The compute time of an M×N×K GEMM is therefore
+that of ``waves · SMs`` whole tiles of ``K + fill_k`` columns:
+
+    compute_factor = waves · SMs · tile_m · tile_n · (K + fill_k) / (M · N · K)
+
+(≥ 1; it multiplies ``2MNK / sustained FLOP/s``). A GEMM of fewer tiles than SMs splits K
+among blocks (split-K), each slice paying its fill, so skinny GEMMs still use every SM. Tile shapes, pipelines and SM counts are
+in catalog ``gemm.yaml`` with their sources. A MIG instance has its share of the SMs. A
+GPU not in the table is priced without the shape factor (1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from twin import catalog
+from twin.hardware.specs import GPUSpec, gpu_spec
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """The tile a GPU's GEMMs run in, and how many run at once."""
+    sms: int
+    tiles: tuple[tuple[int, int], ...]   # (tile_m, tile_n) the library chooses among
+    fill_k: int               # columns of K a tile waits for before its main loop runs: (stages - 1) · k_block
+
+
+@lru_cache(maxsize=None)
+def _shape(name: str, bf16_peak: float) -> TileShape | None:
+    data = catalog.table("gemm")
+    row = data["gpus"].get(name)
+    if row is None:
+        return None
+    arch = data["architectures"][row["architecture"]]
+    full_peak = gpu_spec(name).peak("bf16")
+    sms = max(1, round(int(row["sms"]) * bf16_peak / full_peak))      # a MIG instance: its compute share
+    tiles = tuple((int(m), int(n)) for m, n in arch["tiles"])
+    return TileShape(sms, tiles, (int(arch["stages"]) - 1) * int(arch["k_block"]))
+
+
+def tile_shape(gpu: GPUSpec) -> TileShape | None:
+    """The tile shape and SM count of ``gpu`` (a whole GPU or a MIG instance); None where not catalogued."""
+    try:
+        return _shape(gpu.name, gpu.peak("bf16"))
+    except KeyError:
+        return None
+
+
+def compute_factor(gpu: GPUSpec, m: float, n: float, k: float) -> float:
+    """Time of an M×N×K GEMM's tiles ÷ the time of its 2MNK useful FLOPs at the same rate (≥ 1)."""
+    shape = tile_shape(gpu)
+    if shape is None or m <= 0 or n <= 0 or k <= 0:
+        return 1.0
+    return min(_tile_work(shape, tm, tn, m, n, k) for tm, tn in shape.tiles) / (m * n * k)
+
+
+def _tile_work(shape: TileShape, tm: int, tn: int, m: float, n: float, k: float) -> float:
+    """Multiply-adds the SMs spend, idle slots of the last wave included, with tiles of ``tm × tn``.
+
+    Fewer tiles than SMs split K among blocks (split-K) so that every SM works, each slice
+    paying its own pipeline fill."""
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    split = max(1, min(shape.sms // tiles, math.floor(k / max(1, shape.fill_k))))
+    waves = math.ceil(tiles * split / shape.sms)
+    return waves * shape.sms * tm * tn * (k / split + shape.fill_k)
