@@ -36,6 +36,7 @@ def test_jobs_that_never_finish_are_left_to_their_bounds():
     assert expected_wall_s(never) == math.inf and expected_failures(never) is None
     assert expected_failures(costs(horizon_s=50.0)) is None     # outlasts its horizon
     assert per_sample_share(never, samples=1000, limit=10) == 1
+    assert per_sample_share(costs(mtbf_s=math.inf), samples=1000, limit=10) == 1     # nothing ever fails
 
 
 def test_needed_share_keeps_five_poisson_deviations():

@@ -87,6 +87,8 @@ def per_sample_share(costs: JobCosts, samples: int, limit: int) -> int:
     expected = expected_failures(costs)
     if expected is None:
         return share                # stops at the horizon or the bound anyway, and says so
+    if expected == 0:
+        return share                # no failure is ever drawn
     needed = failures_needed(expected)
     if needed > share:
         fit = limit // needed
