@@ -24,7 +24,6 @@ Young's (1974) sqrt(2·δ·M) for δ << M (δ: checkpoint stall, M: job MTBF).
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,7 +32,7 @@ import numpy as np
 import simpy
 
 from twin.engine.budget import job_costs, per_sample_share
-from twin.engine.job_loop import play_job
+from twin.engine.job_loop import JobNodes, play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
 from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, policy_profile
@@ -117,9 +116,7 @@ class _Run:
         self.env = simpy.Environment()
         self.out = JobSample(min_data_parallel=spec.data_parallel)
         self.phase = TRAIN
-        self.spares = spec.spare_nodes
-        self.missing = 0                       # nodes the job runs without (shrunk)
-        self.repairs: list[float] = []         # return times of nodes in repair (heap)
+        self.nodes = JobNodes(spec)
         self.blocks: list[_Block] = []
         self.resumed: simpy.Event | None = None    # fires when a repair wait ends
         self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
@@ -135,24 +132,15 @@ class _Run:
         if self.record:
             self.out.events.append(Event(t, kind, component))
 
-    def _returns(self) -> None:
-        """Repaired nodes come back to the spare pool."""
-        while self.repairs and self.repairs[0] <= self.env.now:
-            heapq.heappop(self.repairs)
-            self.spares += 1
-
-    def _data_parallel(self) -> int:
-        return max(1, self.spec.data_parallel - self.missing)
-
     def _step_s(self) -> float:
         """Step time on the current replicas (the global batch is spread over fewer of them)."""
-        return self.spec.step_s * self.spec.data_parallel / self._data_parallel()
+        return self.spec.step_s * self.spec.data_parallel / self.nodes.data_parallel()
 
     # -- processes -----------------------------------------------------------------
     def _failures(self):
         """Failures of the job's devices; each interrupts the job unless it is waiting for repair."""
         while True:
-            active = (self.spec.nodes - self.missing) / self.spec.nodes
+            active = self.nodes.active_share()
             try:
                 yield self.env.timeout(self.rng.exponential(1.0 / (self.rate_full * active)))
             except simpy.Interrupt:
@@ -213,33 +201,30 @@ class _Run:
         out.interruptions += 1
         out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
         self._event(env.now, "failure", component.name)
-        self._returns()
+        self.nodes.returns(env.now)
         if component.replace:
-            heapq.heappush(self.repairs, env.now + self.rng.exponential(spec.repair_mean_s))
-            self.missing += 1
+            self.nodes.lose(env.now + self.rng.exponential(spec.repair_mean_s))
         self.phase = RESTART
         again = yield from self._restarting(spec.detection_s)
         if again is not None:
             return again
         # Fill the job back up from the spare pool; wait for repairs when it must.
-        self._returns()
-        while self.missing > 0:
-            self._returns()
-            if self.spares > 0:
-                self.spares -= 1
-                self.missing -= 1
-                out.spares_used += 1
+        nodes = self.nodes
+        nodes.returns(env.now)
+        while nodes.missing > 0:
+            move = nodes.refill_move(env.now, out)
+            if move == "spare":
                 continue
-            if spec.allow_shrink and self._data_parallel() > 1:
+            if move == "shrink":
                 break
             self.phase = REPAIR_WAIT
             self.resumed = env.event()
             t_wait = env.now
-            yield env.timeout(self.repairs[0] - env.now)
+            yield env.timeout(nodes.repairs[0] - env.now)
             self.resumed.succeed()
             self._segment(t_wait, env.now, REPAIR_WAIT)
             out.repair_wait_s += env.now - t_wait
-        out.min_data_parallel = min(out.min_data_parallel, self._data_parallel())
+        out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
         if spec.allow_shrink and self.failure_process is not None:
             self.failure_process.interrupt()    # the job's size may have changed: new failure rate
         self.phase = RESTART

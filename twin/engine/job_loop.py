@@ -29,6 +29,49 @@ from twin.jobs.failures import Component, drawn_component
 from twin.jobs.rules import checkpoint_cycle, checkpoints_before_end, interrupted, requeue_s
 
 
+class JobNodes:
+    """The job's nodes, as both engines keep them: spare nodes, nodes in repair (their return times, a heap)
+    and the nodes the job runs without."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.spares = spec.spare_nodes
+        self.missing = 0
+        self.repairs: list[float] = []
+
+    def returns(self, now_s: float) -> None:
+        """Repaired nodes come back to the spare pool."""
+        while self.repairs and self.repairs[0] <= now_s:
+            heapq.heappop(self.repairs)
+            self.spares += 1
+
+    def lose(self, repaired_s: float) -> None:
+        """A node leaves the job for repair until ``repaired_s``."""
+        heapq.heappush(self.repairs, repaired_s)
+        self.missing += 1
+
+    def data_parallel(self) -> int:
+        """Replicas running: one less for each node the job runs without."""
+        return max(1, self.spec.data_parallel - self.missing)
+
+    def active_share(self) -> float:
+        """The share of the job's nodes running (its failure rate scales with it)."""
+        return (self.spec.nodes - self.missing) / self.spec.nodes
+
+    def refill_move(self, now_s: float, out) -> str:
+        """One move to fill the job back up: ``spare`` (one taken from the pool), ``shrink`` (go on with fewer
+        replicas) or ``wait`` (for the next repaired node, ``repairs[0]``)."""
+        self.returns(now_s)
+        if self.spares > 0:
+            self.spares -= 1
+            self.missing -= 1
+            out.spares_used += 1
+            return "spare"
+        if self.spec.allow_shrink and self.data_parallel() > 1:
+            return "shrink"
+        return "wait"
+
+
 class _Horizon(Exception):
     """The sample reached the simulation's wall-time horizon."""
 
@@ -39,9 +82,7 @@ class _Sample:
     def __init__(self, spec, rng: np.random.Generator, out):
         self.spec, self.rng, self.out = spec, rng, out
         self.t = 0.0
-        self.spares = spec.spare_nodes
-        self.missing = 0                        # nodes the job runs without
-        self.repairs: list[float] = []          # return times of nodes in repair (heap)
+        self.nodes = JobNodes(spec)
         self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
@@ -49,7 +90,7 @@ class _Sample:
     # -- the failures' clock --------------------------------------------------------------------
     def _draw_interval(self) -> None:
         if self.redraw:
-            active = (self.spec.nodes - self.missing) / self.spec.nodes
+            active = self.nodes.active_share()
             self.next_failure_s = self.t + self.rng.exponential(1.0 / (self.rate_full * active))
             self.redraw = False
 
@@ -86,18 +127,10 @@ class _Sample:
         self.t = end_s
 
     # -- the job ------------------------------------------------------------------------------
-    def _returns(self) -> None:
-        while self.repairs and self.repairs[0] <= self.t:
-            heapq.heappop(self.repairs)
-            self.spares += 1
-
-    def _data_parallel(self) -> int:
-        return max(1, self.spec.data_parallel - self.missing)
-
     def _train(self, start_iter: int) -> tuple[Component | None, int]:
         """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
         spec, out = self.spec, self.out
-        step = spec.step_s * spec.data_parallel / self._data_parallel()
+        step = spec.step_s * spec.data_parallel / self.nodes.data_parallel()
         every = spec.interval_iterations
         cycle = checkpoint_cycle(every, step, spec.checkpoint)
         remaining = spec.iterations - start_iter
@@ -122,35 +155,30 @@ class _Sample:
 
     def _refill(self) -> None:
         """Take spare nodes for the missing ones; wait for repaired nodes when there are none."""
-        spec, out = self.spec, self.out
-        self._returns()
-        while self.missing > 0:
-            self._returns()
-            if self.spares > 0:
-                self.spares -= 1
-                self.missing -= 1
-                out.spares_used += 1
-                continue
-            if spec.allow_shrink and self._data_parallel() > 1:
+        nodes = self.nodes
+        nodes.returns(self.t)
+        while nodes.missing > 0:
+            move = nodes.refill_move(self.t, self.out)
+            if move == "shrink":
                 break
-            t_wait = self.t
-            self._wait_for_repair(self.t + (self.repairs[0] - self.t))
-            out.repair_wait_s += self.t - t_wait
+            if move == "wait":
+                t_wait = self.t
+                self._wait_for_repair(self.t + (nodes.repairs[0] - self.t))
+                self.out.repair_wait_s += self.t - t_wait
 
     def _recover(self, component: Component) -> Component | None:
         """One failure: replace or repair, wait if it must, restart. Returns a failure meanwhile, or None."""
         spec, out = self.spec, self.out
         out.interruptions += 1
         out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
-        self._returns()
+        self.nodes.returns(self.t)
         if component.replace:
-            heapq.heappush(self.repairs, self.t + self.rng.exponential(spec.repair_mean_s))
-            self.missing += 1
+            self.nodes.lose(self.t + self.rng.exponential(spec.repair_mean_s))
         again = self._restarting(spec.detection_s)
         if again is not None:
             return again
         self._refill()
-        out.min_data_parallel = min(out.min_data_parallel, self._data_parallel())
+        out.min_data_parallel = min(out.min_data_parallel, self.nodes.data_parallel())
         if spec.allow_shrink and self.rate_full > 0:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
         return self._restarting(requeue_s(spec.relaunch_s, spec.checkpoint.read_s))
