@@ -116,13 +116,22 @@ def parse_price_per_kwh(value: object, field: str) -> tuple[float, str]:
     return amount, match.group(2).upper()
 
 
+def _price_per(value: object, field: str, per: str, what: str, example: str) -> tuple[float, str]:
+    """An unsigned amount, a 3-letter currency, '/', then the regular expression ``per``: (amount, currency)."""
+    match = re.match(rf"^(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]{{3}})\s*/\s*{per}$", str(value).strip())
+    if not match:
+        raise ScenarioError(field, f"'{value}' is not a price per {what} (write e.g. '{example}')")
+    return float(match.group(1)), match.group(2).upper()
+
+
 def parse_price_per_gpu_hour(value: object, field: str) -> tuple[float, str]:
     """'2.5 USD/GPU-h' → (2.5, 'USD')."""
-    text = str(value).strip()
-    match = re.match(r"^([+-]?\d+(?:\.\d*)?)\s*([A-Za-z]{3})\s*/\s*GPU[- ]?(h|hr|hour)$", text)
-    if not match:
-        raise ScenarioError(field, f"'{value}' is not a price per GPU-hour (write e.g. '2.50 USD/GPU-h')")
-    return float(match.group(1)), match.group(2).upper()
+    return _price_per(value, field, r"GPU[- ]?(?:h|hr|hour)", "GPU-hour", "2.50 USD/GPU-h")
+
+
+def parse_price_per_core_hour(value: object, field: str) -> tuple[float, str]:
+    """'0.01 EUR/core-h' → (0.01, 'EUR'): a CPU core (vCPU) rented for an hour."""
+    return _price_per(value, field, r"(?:v?CPU|core)[- ]?(?:h|hr|hour)", "core-hour", "0.01 EUR/core-h")
 
 
 # Amounts of money and masses: an unsigned number, a prefix, a unit.
@@ -208,12 +217,3 @@ def fmt_amount(value: float, unit: str, digits: int = 3) -> str:
         if abs(float(f"{value / factor:.{digits}g}")) >= 1:
             scaled, prefix = value / factor, f"{name} "
     return f"{scaled:.{digits}g} {prefix}{unit}"
-
-
-def parse_price_per_core_hour(value: object, field: str) -> tuple[float, str]:
-    """'0.01 EUR/core-h' → (0.01, 'EUR'): a CPU core (vCPU) rented for an hour."""
-    text = str(value).strip()
-    match = re.match(r"^(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]{3})\s*/\s*(?:v?CPU|core)[- ]?(h|hr|hour)$", text)
-    if not match:
-        raise ScenarioError(field, f"'{value}' is not a price per core-hour (write e.g. '0.01 EUR/core-h')")
-    return float(match.group(1)), match.group(2).upper()

@@ -1,11 +1,8 @@
 """``training.data:`` the dataset, where it lives and how checkpoints are kept beside it (docs/storage.md)."""
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator
-
-from twin.errors import ScenarioError
-from twin.scenario.fields import Strict, name_text, number, shown
+from twin.scenario.fields import Strict, name_text, number, price
 from twin.units import parse_price_per_core_hour
 
 DataSize = number("bytes", gt="0 B", le="100 EB", why="10x the largest file systems")
@@ -20,19 +17,7 @@ PrepareCores = number(integer=True, ge="1", le="10000000", why="10 million cores
 MAX_CORE_HOUR_PRICE = 5.0
 
 
-def _core_hour_price(value: Any) -> tuple[float, str]:
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '0.01 EUR/core-h'")
-    try:
-        amount, currency = parse_price_per_core_hour(value, "")
-    except ScenarioError as exc:
-        raise ValueError(str(exc)) from None
-    if amount > MAX_CORE_HOUR_PRICE:
-        raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {MAX_CORE_HOUR_PRICE:g} {currency}/core-h")
-    return amount, currency
-
-
-CoreHourPrice = Annotated[tuple[float, str], BeforeValidator(_core_hour_price)]
+CoreHourPrice = price(parse_price_per_core_hour, MAX_CORE_HOUR_PRICE, "/core-h", "0.01 EUR/core-h")
 
 
 class Prepare(Strict):

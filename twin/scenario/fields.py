@@ -121,3 +121,24 @@ def name_text(max_chars: int = 200):
         return value
 
     return Annotated[str, BeforeValidator(parse)]
+
+
+def price_parser(parser, ceiling: float, unit: str, example: str):
+    """A validator of an amount with a currency per ``unit`` (``parser`` from ``twin.units``), 0 to ``ceiling``."""
+    def parse(value: Any) -> tuple[float, str]:
+        if isinstance(value, bool) or not isinstance(value, str):
+            raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '{example}'")
+        try:
+            amount, currency = parser(value, "")
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
+        if not 0 <= amount <= ceiling:        # also refuses NaN
+            raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {ceiling:g} {currency}{unit}")
+        return amount, currency
+
+    return parse
+
+
+def price(parser, ceiling: float, unit: str, example: str):
+    """A scenario field holding (amount, currency) per ``unit``, checked by ``price_parser``."""
+    return Annotated[tuple[float, str], BeforeValidator(price_parser(parser, ceiling, unit, example))]

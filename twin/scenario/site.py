@@ -9,32 +9,12 @@ from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
 from twin.options import Accounting, EmbodiedMethod
 from twin.scenario.building import Cooling
-from twin.scenario.fields import Flag, Strict, number, shown
+from twin.scenario.fields import Flag, Strict, number, price, price_parser, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
 # Prices above these are typing slips (docs/scenario.md, "Limits").
 MAX_ELECTRICITY_PRICE_PER_KWH = 10.0     # 20x the highest EU industrial prices of 2022 (about 0.5 EUR/kWh)
 MAX_GPU_HOUR_PRICE = 1000.0              # 100x the list price of an H100 GPU-hour (about 10 USD)
-
-
-def _price_parser(parser, ceiling: float, unit: str, example: str):
-    """A validator of an amount with a currency per ``unit``, from 0 to ``ceiling``."""
-    def parse(value: Any) -> tuple[float, str]:
-        if isinstance(value, bool) or not isinstance(value, str):
-            raise ValueError(f"{shown(value)} is not allowed: write an amount with a currency, e.g. '{example}'")
-        try:
-            amount, currency = parser(value, "")
-        except ScenarioError as exc:
-            raise ValueError(str(exc)) from None
-        if not 0 <= amount <= ceiling:        # also refuses NaN
-            raise ValueError(f"{shown(value)} is not allowed: allowed 0 to {ceiling:g} {currency}{unit}")
-        return amount, currency
-
-    return parse
-
-
-def _price(parser, ceiling: float, unit: str, example: str):
-    return Annotated[tuple[float, str], BeforeValidator(_price_parser(parser, ceiling, unit, example))]
 
 
 MAX_COMPARED_COUNTRIES = 50
@@ -46,7 +26,7 @@ LifetimeYears = number(gt="0", le="30", why="service life in years")
 Pue = number(ge="1", le="4", why="facility power / IT power; surveyed data centres average 1.56")
 CarbonIntensity = number("carbon_intensity", ge="0", le="2000 g/kWh",
                          why="lignite power is about 1,100 g CO2e/kWh over its life cycle")
-ElectricityPrice = _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
+ElectricityPrice = price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
 
 
 def _short_list(value: Any) -> Any:
@@ -58,7 +38,7 @@ def _short_list(value: Any) -> Any:
 Countries = Annotated[list[str], BeforeValidator(_short_list)]
 
 
-_parse_gpu_hour_amount = _price_parser(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h")
+_parse_gpu_hour_amount = price_parser(parse_price_per_gpu_hour, MAX_GPU_HOUR_PRICE, "/GPU-h", "2.50 USD/GPU-h")
 
 
 def _gpu_hour_price(value: Any) -> tuple[float, str] | str:
