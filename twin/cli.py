@@ -1,4 +1,5 @@
-"""Command line: ``python -m twin run | fit | capacity | sweep | plan | catalog | topology | validate | convert-trace``.
+"""Command line: ``python -m twin run | fit | capacity | sweep | plan | catalog | topology | validate | convert-trace
+| calibrate | compare``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -28,7 +29,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if report.suffix.lower() != ".md":
             raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
         check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
-    result = run_file(args.scenario)
+    result = run_file(args.scenario, args.profile)
     text = result.to_json() if args.json else summary(result.to_dict())
     if out is not None:
         try:
@@ -106,7 +107,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
         rate = parse_quantity(args.rate, "rate", "--rate")
         if not 0 < rate < float("inf"):
             raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
-    result = capacity_file(args.scenario, rate)
+    result = capacity_file(args.scenario, rate, args.profile)
     print(result.to_json() if args.json else capacity_summary(result.to_dict()))
     return 0
 
@@ -223,6 +224,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
     run.add_argument("--report", metavar="FILE.md",
                      help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
+    run.add_argument("--profile", metavar="SITE.yaml", help="price with this site profile (twin calibrate)")
     run.set_defaults(func=_cmd_run)
 
     sw = sub.add_parser("sweep", help="run a scenario at every combination of varied keys (docs/studies.md)")
@@ -257,6 +259,7 @@ def parser() -> argparse.ArgumentParser:
     cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
     cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
     cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    cap.add_argument("--profile", metavar="SITE.yaml", help="price with this site profile (twin calibrate)")
     cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
@@ -287,7 +290,41 @@ def parser() -> argparse.ArgumentParser:
     conv.add_argument("source", help="the trace file to read")
     conv.add_argument("target", help="the CSV file to write (for jobs.trace)")
     conv.set_defaults(func=_cmd_convert_trace)
+    _calibration_commands(sub)
     return p
+
+
+# -- calibration to a real site: twin calibrate, twin compare (docs/calibrate.md) ----------------------------
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from twin.calibrate.command import as_json, calibrate, calibrate_text, profile_record
+
+    profile = calibrate(args.folder, args.out, args.name)
+    print(as_json(profile_record(profile, args.out)) if args.json else calibrate_text(profile, args.out))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from twin.calibrate.command import as_json, compare, drift_record, drift_text
+
+    drift = compare(args.scenario, args.log, args.profile)
+    print(as_json(drift_record(drift)) if args.json else drift_text(drift))
+    return 0
+
+
+def _calibration_commands(sub) -> None:
+    cal = sub.add_parser("calibrate", help="fit a site profile on a folder of the site's own logs")
+    cal.add_argument("folder", help="folder of nccl-tests, operator timing, GPU power and sacct logs")
+    cal.add_argument("--out", required=True, metavar="SITE.yaml", help="the site profile to write")
+    cal.add_argument("--name", help="the profile's name (default: the folder's)")
+    cal.add_argument("--json", action="store_true", help="print the fits as JSON, nothing else")
+    cal.set_defaults(func=_cmd_calibrate)
+    cmp_ = sub.add_parser("compare", help="a real run's log against the twin's prediction, part by part")
+    cmp_.add_argument("scenario", help="scenario YAML file of the run")
+    cmp_.add_argument("log", help="training log (Megatron-LM, torchtitan), serving benchmark or GPU power log")
+    cmp_.add_argument("--profile", metavar="SITE.yaml", help="price with this site profile")
+    cmp_.add_argument("--json", action="store_true", help="print the drift as JSON, nothing else")
+    cmp_.set_defaults(func=_cmd_compare)
 
 
 def _vary_arguments(p: argparse.ArgumentParser, help_text: str = "") -> None:

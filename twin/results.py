@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from twin.bands import SERVING_KEYS, TRAINING_KEYS, Calibration, with_calibration
 from twin.engine.iteration import Span
 from twin.engine.job import Event, FailureSummary, Segment
 from twin.engine.stack import StackProfile
@@ -80,6 +81,7 @@ class Result:
     step_timeline: tuple[Span, ...] = ()
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -123,7 +125,7 @@ class Result:
         return self.power.embodied.total_kg if self.power.embodied else None
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(training_record(self))
+        return with_calibration(_finite(training_record(self)), self.calibration, TRAINING_KEYS)
 
     def to_flat(self) -> dict[str, Any]:
         """The record's scalar fields, one level deep (``flatten``), without timelines or sources:
@@ -583,9 +585,11 @@ class ServingResult:
     memory_advice: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(serving_record(self) | {"alternatives": [serving_record(a) for a in self.alternatives]})
+        record = _finite(serving_record(self) | {"alternatives": [serving_record(a) for a in self.alternatives]})
+        return with_calibration(record, self.calibration, SERVING_KEYS)
 
     def to_flat(self) -> dict[str, Any]:
         """The record's scalar fields, one level deep (``flatten``), without the compared deployments or

@@ -7,10 +7,12 @@ below ``twin.api`` to go from a file (or an upload, or a dict) to an answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from twin import catalog
+from twin.api.bands import calibration_of
 from twin.api.specs import cluster_of
 from twin.api.operations import simulate_operations
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
@@ -35,6 +37,7 @@ from twin.scenario import (
     parse_scenario,
     parse_yaml,
     read_text,
+    resolve_profile_path,
     with_overrides,
 )
 from twin.calibration import Efficiency
@@ -51,14 +54,15 @@ def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingR
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
     ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
     if scenario.workload == "serving":
-        return simulate_serving(scenario)
+        return replace(simulate_serving(scenario), calibration=calibration_of(scenario))
     if scenario.workload == "jobs":
         return simulate_operations(scenario)
-    return simulate_training(scenario, closed_form)
+    return replace(simulate_training(scenario, closed_form), calibration=calibration_of(scenario))
 
 
-def run_file(path: str | Path) -> Result | ServingResult | OperationsResult:
-    return simulate(load_scenario(path))
+def run_file(path: str | Path, profile: str | None = None) -> Result | ServingResult | OperationsResult:
+    """Answer a scenario file; ``profile`` (a site profile file) replaces its ``site.profile``."""
+    return simulate(load_scenario(path, profile))
 
 
 def run_dict(data: dict[str, Any]) -> Result | ServingResult | OperationsResult:
@@ -67,16 +71,17 @@ def run_dict(data: dict[str, Any]) -> Result | ServingResult | OperationsResult:
 
 def scenario_data(path: str | Path) -> dict[str, Any]:
     """A scenario file's keys as written, not yet validated (studies vary them point by point)."""
-    data = parse_yaml(read_text(path), str(path))
+    data = resolve_profile_path(parse_yaml(read_text(path), str(path)), Path(path).parent)
     if not isinstance(data, dict):
         parse_scenario(data, str(path))          # raises the file's one-line error
     return data
 
 
-def capacity_file(path: str | Path, target_rate_per_s: float | None = None) -> CapacityResult:
+def capacity_file(path: str | Path, target_rate_per_s: float | None = None,
+                  profile: str | None = None) -> CapacityResult:
     """``python -m twin capacity``: the highest rate a serving scenario's deployment sustains within its
-    SLO, and the GPUs ``target_rate_per_s`` needs."""
-    scenario = load_scenario(path)
+    SLO, and the GPUs ``target_rate_per_s`` needs (``profile``: a site profile file)."""
+    scenario = load_scenario(path, profile)
     if scenario.workload != "serving":
         raise ScenarioError(scenario.workload, "capacity answers serving scenarios; this one describes "
                             f"{scenario.workload} (write a serving: section, docs/serving.md)")

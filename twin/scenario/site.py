@@ -7,7 +7,7 @@ from pydantic import BeforeValidator
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
-from twin.scenario.fields import Flag, Strict, number, shown
+from twin.scenario.fields import Flag, Strict, name_text, number, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
 # Prices above these are typing slips (docs/scenario.md, "Limits").
@@ -74,6 +74,10 @@ def _gpu_hour_price(value: Any) -> tuple[float, str] | str:
 GpuHourPrice = Annotated[tuple[float, str] | str, BeforeValidator(_gpu_hour_price)]
 
 
+# A site profile's file name (docs/calibrate.md); read by twin.scenario.profile before validation.
+ProfilePath = name_text(4096)
+
+
 class Embodied(Strict):
     enabled: Flag = False
     method: Literal["bloom", "llmcarbon"] = "bloom"        # per-device figures (docs/power.md)
@@ -92,4 +96,5 @@ class Site(Strict):
     gpu_hour_price: GpuHourPrice | None = None             # per GPU-hour, or a provider of catalog prices.yaml or list
     accounting: Literal["full", "gpu-tdp"] = "full"        # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
+    profile: ProfilePath | None = None                     # a site profile (twin calibrate, docs/calibrate.md)
 
