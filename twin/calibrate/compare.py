@@ -34,6 +34,10 @@ PARTS = {
     "overheads": (("overheads", "optimizer"), ("optimizer",)),
 }
 REMAINDER = "bubble"
+# Differences below these are the logs' rounding, not drift: Megatron-LM prints the iteration time to
+# 0.1 ms and its timers to 0.01 ms (twice the coarser); other figures are compared to 0.5%.
+TIMER_NOISE_S = 2e-4
+NOISE_SHARE = 0.005
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,13 @@ class Drift:
 
     @property
     def largest(self) -> str:
-        """The part that differs most (in the headline's unit), or the total when no part is measured."""
+        """The part that differs most (in the headline's unit), the total when no part is measured, or
+        "none" when every difference is within the logs' rounding."""
         if not self.parts:
-            return self.total.name
-        return max(self.parts, key=lambda p: abs(p.difference)).name
+            return self.total.name if abs(self.total.relative) > NOISE_SHARE else "none"
+        part = max(self.parts, key=lambda p: abs(p.difference))
+        noise = TIMER_NOISE_S if part.unit == "s" else NOISE_SHARE
+        return part.name if abs(part.difference) > noise else "none"
 
 
 def training_drift(record: dict[str, Any], log: TrainingLog, scenario: str) -> Drift:
