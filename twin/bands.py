@@ -111,3 +111,13 @@ def with_calibration(record: dict[str, Any], calibration: Calibration | None, ke
     out["profile"] = None if calibration.profile_name is None else {
         "name": calibration.profile_name, "path": calibration.profile_path, "sha256": calibration.profile_sha256}
     return out
+
+
+def band_line(record: dict[str, Any]) -> str:
+    """The band of a record in words ("" without one): its range and where it comes from."""
+    band = record.get("band")
+    if not isinstance(band, dict):
+        return ""
+    factor = band["factor"]
+    return (f"error band {1 / factor - 1:+.0%} to {factor - 1:+.0%} on every headline number "
+            f"({band['detail']}" + (f", {band['quantile']:.0%} of their errors)" if band.get("quantile") else ")"))

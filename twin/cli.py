@@ -17,7 +17,10 @@ from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from twin.api import run_file
+    from twin.bands import band_line
     from twin.report import markdown_report, summary, write_markdown
 
     out = report = None
@@ -30,7 +33,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
         check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
     result = run_file(args.scenario, args.profile)
-    text = result.to_json() if args.json else summary(result.to_dict())
+    record = result.to_dict()
+    band = band_line(record)
+    text = result.to_json() if args.json else summary(record) + (f"\n\n{band}" if band else "")
     if out is not None:
         try:
             write_atomic(out, result.to_json())
@@ -40,7 +45,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             text += f"\n\nwrote {out}"
     if report is not None:
         folder = f"{report.stem}-figures"
-        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
+        markdown = markdown_report(record, source=args.scenario, folder=folder)
+        if band:
+            markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band.capitalize()}.*\n")
+        written = write_markdown(markdown, report)
         if not args.json:
             text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
                                                   f"{report.parent / folder}")

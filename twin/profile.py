@@ -113,7 +113,8 @@ def parse_profile(data: Any, where: str, path: str = "", digest: str = "") -> Si
     eff = {}
     for key, value in efficiency.items():
         if key not in EFFICIENCY_KEYS:
-            raise ScenarioError(f"{where}: efficiency.{key}", f"unknown efficiency; allowed: {', '.join(EFFICIENCY_KEYS)}")
+            raise ScenarioError(f"{where}: efficiency.{key}",
+                                f"unknown efficiency; allowed: {', '.join(EFFICIENCY_KEYS)}")
         eff[key] = _number(value, f"{where}: efficiency.{key}", 0.0, 1.0)
     failures = data.get("failures") or {}
     if not isinstance(failures, dict) or set(failures) - {"rate_scale"}:
