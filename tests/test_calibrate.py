@@ -318,3 +318,20 @@ def test_the_band_widens_from_stack_and_gpu_to_all_cases():
     near = nearest_band("training", "h100-sxm", "nemo-2024")
     assert "nemo-2024 on h100-sxm" in near.detail
     assert "every training case" in nearest_band("training", "l4", "no-such-stack").detail
+
+
+def test_failures_by_cause_are_reported_against_the_profile_components_of_their_kind(site):
+    """Node failures against the components that send a node to repair, per GPU-hour (per-node rates / 8)."""
+    fits = {f.name: f for f in load_profile(site[1]).fits}
+    node = fits["node failures per GPU-hour"]
+    assert node.value == pytest.approx(1 / (256 * 48 + 256 * 10 + 128 * 5)) and not node.applied
+    llama3 = catalog.table("failure_profiles")["llama3-h100"]
+    hours = llama3["days"] * 24
+    by_hand = sum(c["count"] / (llama3["gpus"] * hours) for c in llama3["components"].values() if c["replace"])
+    assert node.default == pytest.approx(by_hand)
+
+
+def test_twin_run_prints_the_band_after_its_summary():
+    code, out, err, _ = cli("run", str(SUPERPOD))
+    assert code == 0, err
+    assert "error band -11% to +12%" in out and "nemo-2024 on h100-sxm" in out

@@ -165,6 +165,12 @@ def power_fits(readings: list) -> list[Fit]:
     return fits
 
 
+def _gpus_per_node() -> int:
+    """GPUs per node of the reference profile's cluster (Llama 3: 16,384 GPUs on 2,048 nodes)."""
+    row = catalog.table("failure_profiles")[REFERENCE_FAILURES]
+    return int(row["gpus"]) // int(row["nodes"])
+
+
 def failure_fits(readings: list) -> list[Fit]:
     """Failures per GPU-hour from job accounting, as a scale of the reference profile's rate (applied),
     and the median queue wait (reported)."""
@@ -174,14 +180,38 @@ def failure_fits(readings: list) -> list[Fit]:
         return []
     count = sum(sum(a.failures().values()) for a in logs)
     reference = failure_profile(REFERENCE_FAILURES)
-    default_per_gpu_hour = SECONDS_PER_HOUR / reference.mtbf_s(8, 1) / 8
+    per_node = _gpus_per_node()
+    default_per_gpu_hour = SECONDS_PER_HOUR / reference.mtbf_s(per_node, 1) / per_node
     measured = count / gpu_hours
     residual = 1.0 / math.sqrt(count) if count else 1.0          # Poisson: relative error of a count
     source = ", ".join(a.path for a in logs)
     fits = [Fit("failure_rate_scale", max(measured / default_per_gpu_hour, 1e-3), 1.0, residual, count, "",
                 source)]
+    fits += _failures_by_cause(logs, reference, gpu_hours, source)
     waits = [j.wait_s for a in logs for j in a.jobs if j.wait_s is not None]
     if waits:
         fits.append(Fit("median queue wait", statistics.median(waits), math.nan, 0.0, len(waits), "s", source,
                         applied=False))
+    return fits
+
+
+# Which components of the reference profile a Slurm failure cause stands for: a node that fails takes its
+# job down on hardware (the profile's components that send the node to repair); a job that fails on its
+# own is software (those a restart fixes). Out-of-memory has no counterpart in the profile.
+CAUSE_COMPONENTS = {"node": lambda c: c.replace, "job": lambda c: not c.replace, "memory": lambda c: False}
+
+
+def _failures_by_cause(logs: list[Accounting], reference, gpu_hours: float, source: str) -> list[Fit]:
+    """Failures per GPU-hour of each cause against the reference profile's components of that kind (reported)."""
+    counts: dict[str, int] = {}
+    for log in logs:
+        for cause, n in log.failures().items():
+            counts[cause] = counts.get(cause, 0) + n
+    fits = []
+    for cause, n in sorted(counts.items()):
+        wanted = CAUSE_COMPONENTS[cause]
+        default = sum(c.rate_per_device_hour / (_gpus_per_node() if c.per == "node" else 1)
+                      for c in reference.components if wanted(c))
+        fits.append(Fit(f"{cause} failures per GPU-hour", n / gpu_hours, default if default else math.nan,
+                        1.0 / math.sqrt(n), n, "1/GPU-h", source, applied=False))
     return fits
