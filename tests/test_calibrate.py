@@ -335,3 +335,10 @@ def test_twin_run_prints_the_band_after_its_summary():
     code, out, err, _ = cli("run", str(SUPERPOD))
     assert code == 0, err
     assert "error band -11% to +12%" in out and "nemo-2024 on h100-sxm" in out
+
+
+def test_a_profile_fitted_on_another_gpu_is_used_with_a_warning(site):
+    data = yaml.safe_load((ROOT / "scenarios" / "llama-65b-a100.yaml").read_text())
+    data.setdefault("site", {})["profile"] = str(site[1])
+    result = simulate(parse_scenario(data), closed_form=True)
+    assert any("fitted on h100-sxm" in w for w in result.warnings)

@@ -7,12 +7,11 @@ below ``twin.api`` to go from a file (or an upload, or a dict) to an answer.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from twin import catalog
-from twin.api.bands import calibration_of
+from twin.api.bands import calibrated
 from twin.api.specs import cluster_of
 from twin.api.operations import simulate_operations
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
@@ -54,10 +53,10 @@ def simulate(scenario: Scenario, closed_form: bool = False) -> Result | ServingR
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
     ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
     if scenario.workload == "serving":
-        return replace(simulate_serving(scenario), calibration=calibration_of(scenario))
+        return calibrated(simulate_serving(scenario), scenario)
     if scenario.workload == "jobs":
         return simulate_operations(scenario)
-    return replace(simulate_training(scenario, closed_form), calibration=calibration_of(scenario))
+    return calibrated(simulate_training(scenario, closed_form), scenario)
 
 
 def run_file(path: str | Path, profile: str | None = None) -> Result | ServingResult | OperationsResult:
