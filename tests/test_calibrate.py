@@ -342,3 +342,20 @@ def test_a_profile_fitted_on_another_gpu_is_used_with_a_warning(site):
     data.setdefault("site", {})["profile"] = str(site[1])
     result = simulate(parse_scenario(data), closed_form=True)
     assert any("fitted on h100-sxm" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("command", ["sweep", "plan", "fit", "topology", "capacity", "compare"])
+def test_every_scenario_command_takes_a_profile_and_refuses_a_missing_one(command, tmp_path):
+    extra = {"sweep": ["--vary", "cluster.nodes=64,127"], "compare": [str(tmp_path / "train.log")]}.get(command, [])
+    (tmp_path / "train.log").write_text(site_logs.megatron_log(3.0, 3))
+    code, _, err, seconds = cli(command, str(SUPERPOD), *extra, "--profile", str(tmp_path / "nowhere.yaml"))
+    assert code == 2 and "nowhere.yaml" in err and len(err.strip().splitlines()) == 1, err
+    assert seconds < 30
+
+
+def test_study_data_carries_the_profile_as_an_absolute_path(site):
+    from twin.api import scenario_data
+
+    data = scenario_data(SUPERPOD, str(site[1]))
+    assert data["site"]["profile"] == str(site[1].resolve())
+    assert parse_scenario(data).efficiency["network"] == pytest.approx(SITE["network"], rel=0.03)

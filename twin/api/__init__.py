@@ -38,6 +38,7 @@ from twin.scenario import (
     read_text,
     resolve_profile_path,
     with_overrides,
+    with_profile,
 )
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
@@ -68,9 +69,11 @@ def run_dict(data: dict[str, Any]) -> Result | ServingResult | OperationsResult:
     return simulate(parse_scenario(data))
 
 
-def scenario_data(path: str | Path) -> dict[str, Any]:
-    """A scenario file's keys as written, not yet validated (studies vary them point by point)."""
-    data = resolve_profile_path(parse_yaml(read_text(path), str(path)), Path(path).parent)
+def scenario_data(path: str | Path, profile: str | None = None) -> dict[str, Any]:
+    """A scenario file's keys as written, not yet validated (studies vary them point by point); its
+    ``site.profile`` made absolute, or set to ``profile``."""
+    data = resolve_profile_path(parse_yaml(read_text(path), str(path)), Path(path).parent, profile)
+    with_profile(data)                           # a profile that does not read stops the study before its points
     if not isinstance(data, dict):
         parse_scenario(data, str(path))          # raises the file's one-line error
     return data
@@ -96,9 +99,9 @@ def run_text(text: str, source: str = "scenario") -> Result | ServingResult | Op
     return simulate(scenario_from_text(text, source))
 
 
-def fabric_file(path: str | Path) -> FabricSummary:
+def fabric_file(path: str | Path, profile: str | None = None) -> FabricSummary:
     """The fabric of a scenario file and where its parallel groups land, without simulating."""
-    scenario = load_scenario(path)
+    scenario = load_scenario(path, profile)
     if scenario.training is not None:
         return build(scenario).comm.summary()
     return CommModel(cluster_of(scenario.cluster), Efficiency.calibrated(scenario.efficiency)).summary()
