@@ -29,9 +29,16 @@ def _stack(scenario: dict) -> str:
     return stack if isinstance(stack, str) else str(stack.get("name", "megatron-lm"))
 
 
+def _gpu(scenario: dict) -> str:
+    """The catalog GPU of a case's node."""
+    from twin import catalog
+
+    node = scenario.get("cluster", {}).get("node", "")
+    return str(catalog.table("nodes").get(node, {}).get("gpu", node or "unknown"))
+
+
 def training_rows(workers: int) -> list[dict]:
     from twin.validation import load_cases, run_cases
-    from twin.validation.runner import _gpu
 
     cases = [c for c in load_cases() if c.throughput]
     rows = []
@@ -39,7 +46,7 @@ def training_rows(workers: int) -> list[dict]:
         if outcome.error is None:
             continue
         c = outcome.case
-        rows.append({"id": c.id, "group": c.group, "role": c.role, "gpu": _gpu(c), "stack": _stack(c.scenario),
+        rows.append({"id": c.id, "group": c.group, "role": c.role, "gpu": _gpu(c.scenario), "stack": _stack(c.scenario),
                      "metric": c.metric, "error": round(outcome.error, 5)})
     return rows
 
