@@ -47,7 +47,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         folder = f"{report.stem}-figures"
         markdown = markdown_report(record, source=args.scenario, folder=folder)
         if band:
-            markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band.capitalize()}.*\n")
+            markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band[0].upper()}{band[1:]}.*\n")
         written = write_markdown(markdown, report)
         if not args.json:
             text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
