@@ -33,7 +33,8 @@ from twin.scenario.training import Checkpoint, InlineModel, Lora, Parallelism, S
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel", "Lora",
            "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario",
-           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "check_key", "resolve_profile_path", "with_profile", "WORKLOADS"]
+           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "check_key", "WORKLOADS",
+           "resolve_profile_path", "with_profile"]
 
 # The workload sections a scenario may hold; it holds exactly one.
 WORKLOADS = ("training", "serving", "jobs")
