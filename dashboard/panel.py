@@ -29,6 +29,7 @@ PAGES = {
     "serving": "Serving",
     "operations": "Cluster operations",
     "study": "Study",
+    "calibrate": "Calibrate",
 }
 EDITS = "yaml_edits"          # session key: {source id: edited YAML text}
 PINS = "pins"                 # session key: {"source": source id, "items": [knob name → value, ...]}

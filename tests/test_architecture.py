@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Lower number = lower layer. A module may import only from its own layer or below.
 LAYERS = {
     "twin.units": 0, "twin.errors": 0, "twin.outputs": 0, "twin.formatting": 0, "twin.options": 0, "twin.text": 0,
-    "twin.catalog": 10, "twin.calibration": 10,
+    "twin.catalog": 10, "twin.calibration": 10, "twin.profile": 10,
     "twin.hardware": 20, "twin.storage": 25,
     "twin.workload": 30,
     "twin.operators": 35,
@@ -26,11 +26,11 @@ LAYERS = {
     "twin.engine": 50, "twin.serving": 50,
     "twin.power": 60,
     "twin.operations": 65,
-    "twin.results": 70,
+    "twin.results": 70, "twin.bands": 70,
     "twin.report": 80, "twin.figures": 80,
     "twin.scenario": 85,
     "twin.api": 90,
-    "twin.studies": 95,
+    "twin.studies": 95, "twin.calibrate": 95,
     "twin.validation": 100,
     "twin.cli": 110, "twin.__main__": 110, "twin": 110,
 }

@@ -1,4 +1,5 @@
-"""Command line: ``python -m twin run | fit | capacity | sweep | plan | catalog | topology | validate | convert-trace``.
+"""Command line: ``python -m twin run | fit | capacity | sweep | plan | catalog | topology | validate | convert-trace
+| calibrate | compare``.
 
 Exit status: 0 success, 2 bad input (one line on stderr naming the key), 1 internal error.
 """
@@ -16,7 +17,10 @@ from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from twin.api import run_file
+    from twin.bands import band_line
     from twin.report import markdown_report, summary, write_markdown
 
     out = report = None
@@ -28,8 +32,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if report.suffix.lower() != ".md":
             raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
         check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
-    result = run_file(args.scenario)
-    text = result.to_json() if args.json else summary(result.to_dict())
+    result = run_file(args.scenario, args.profile)
+    record = result.to_dict()
+    band = band_line(record)
+    text = result.to_json() if args.json else summary(record) + (f"\n\n{band}" if band else "")
     if out is not None:
         try:
             write_atomic(out, result.to_json())
@@ -39,7 +45,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             text += f"\n\nwrote {out}"
     if report is not None:
         folder = f"{report.stem}-figures"
-        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
+        markdown = markdown_report(record, source=args.scenario, folder=folder)
+        if band:
+            markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band[0].upper()}{band[1:]}.*\n")
+        written = write_markdown(markdown, report)
         if not args.json:
             text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
                                                   f"{report.parent / folder}")
@@ -66,7 +75,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.max_points is not None and len(study) > args.max_points:
         raise ScenarioError("--max-points", f"the study holds {len(study):,} points, more than {args.max_points:,}")
     directory = check_directory(args.out, "--out") if args.out is not None else None
-    data = scenario_data(args.scenario)
+    data = scenario_data(args.scenario, args.profile)
     progress = Progress(len(study), enabled=wanted(sys.stderr, args.json))
     with executor(args.scheduler, args.workers) as pool:
         report = sweep(data, args.scenario, study, directory, pool, args.closed_form, progress)
@@ -85,8 +94,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from twin.studies.search import search_plans
 
     study = _space(args) if args.vary else None
-    found = search_plans(scenario_data(args.scenario), args.scenario, args.objective, args.top, args.constraint,
-                         study, args.refine)
+    found = search_plans(scenario_data(args.scenario, args.profile), args.scenario, args.objective, args.top,
+                         args.constraint, study, args.refine)
     if args.json:
         print(found.to_json())
     else:
@@ -106,7 +115,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
         rate = parse_quantity(args.rate, "rate", "--rate")
         if not 0 < rate < float("inf"):
             raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
-    result = capacity_file(args.scenario, rate)
+    result = capacity_file(args.scenario, rate, args.profile)
     print(result.to_json() if args.json else capacity_summary(result.to_dict()))
     return 0
 
@@ -174,7 +183,7 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     from twin.api import fabric_file
     from twin.network.describe import describe
 
-    print(describe(fabric_file(args.scenario)))
+    print(describe(fabric_file(args.scenario, args.profile)))
     return 0
 
 
@@ -184,7 +193,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from twin.studies.search import fit
 
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
-    report = fit(load_scenario(args.scenario), args.by, args.max_gpus, nodes)
+    report = fit(load_scenario(args.scenario, args.profile), args.by, args.max_gpus, nodes)
     print(report.to_json() if args.json else fit_table(report.to_dict(), args.top))
     return 0
 
@@ -223,6 +232,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
     run.add_argument("--report", metavar="FILE.md",
                      help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
+    _profile_argument(run)
     run.set_defaults(func=_cmd_run)
 
     sw = sub.add_parser("sweep", help="run a scenario at every combination of varied keys (docs/studies.md)")
@@ -236,6 +246,7 @@ def parser() -> argparse.ArgumentParser:
                     help="time each step with the analytic schedule instead of the SimPy engine")
     sw.add_argument("--max-points", type=int, metavar="N", help="refuse a study of more than N points")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON, nothing else")
+    _profile_argument(sw)
     sw.set_defaults(func=_cmd_sweep)
 
     pl = sub.add_parser("plan", help="search parallel plans (and cluster options) for a training scenario")
@@ -250,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
                     "(default: the top N, at least 10)")
     _vary_arguments(pl, "also search cluster options: a cluster or site KEY=V1,V2,… (repeatable)")
     pl.add_argument("--json", action="store_true", help="print the search as JSON, nothing else")
+    _profile_argument(pl)
     pl.set_defaults(func=_cmd_plan)
 
 
@@ -257,6 +269,7 @@ def parser() -> argparse.ArgumentParser:
     cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
     cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
     cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    _profile_argument(cap)
     cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
@@ -265,6 +278,7 @@ def parser() -> argparse.ArgumentParser:
 
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
     top.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    _profile_argument(top)
     top.set_defaults(func=_cmd_topology)
 
     fit = sub.add_parser("fit", help="which node types, GPU counts and fine-tuning methods fit a scenario's job, ranked")
@@ -275,6 +289,7 @@ def parser() -> argparse.ArgumentParser:
                      help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
     fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
     fit.add_argument("--top", type=int, default=0, metavar="N", help="list the N best options that fit (0: all)")
+    _profile_argument(fit)
     fit.set_defaults(func=_cmd_fit)
 
     val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
@@ -287,7 +302,46 @@ def parser() -> argparse.ArgumentParser:
     conv.add_argument("source", help="the trace file to read")
     conv.add_argument("target", help="the CSV file to write (for jobs.trace)")
     conv.set_defaults(func=_cmd_convert_trace)
+    _calibration_commands(sub)
     return p
+
+
+# -- calibration to a real site: twin calibrate, twin compare (docs/calibrate.md) ----------------------------
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from twin.calibrate.command import as_json, calibrate, calibrate_text, profile_record
+
+    profile = calibrate(args.folder, args.out, args.name)
+    print(as_json(profile_record(profile, args.out)) if args.json else calibrate_text(profile, args.out))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from twin.calibrate.command import as_json, compare, drift_record, drift_text
+
+    drift = compare(args.scenario, args.log, args.profile)
+    print(as_json(drift_record(drift)) if args.json else drift_text(drift))
+    return 0
+
+
+def _profile_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", metavar="SITE.yaml",
+                   help="price with this site profile (python -m twin calibrate; replaces the scenario's site.profile)")
+
+
+def _calibration_commands(sub) -> None:
+    cal = sub.add_parser("calibrate", help="fit a site profile on a folder of the site's own logs")
+    cal.add_argument("folder", help="folder of nccl-tests, operator timing, GPU power and sacct logs")
+    cal.add_argument("--out", required=True, metavar="SITE.yaml", help="the site profile to write")
+    cal.add_argument("--name", help="the profile's name (default: the folder's)")
+    cal.add_argument("--json", action="store_true", help="print the fits as JSON, nothing else")
+    cal.set_defaults(func=_cmd_calibrate)
+    cmp_ = sub.add_parser("compare", help="a real run's log against the twin's prediction, part by part")
+    cmp_.add_argument("scenario", help="scenario YAML file of the run")
+    cmp_.add_argument("log", help="training log (Megatron-LM, torchtitan), serving benchmark or GPU power log")
+    _profile_argument(cmp_)
+    cmp_.add_argument("--json", action="store_true", help="print the drift as JSON, nothing else")
+    cmp_.set_defaults(func=_cmd_compare)
 
 
 def _vary_arguments(p: argparse.ArgumentParser, help_text: str = "") -> None:

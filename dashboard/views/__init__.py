@@ -21,12 +21,12 @@ WORKLOAD_PAGES = {"training": "the Overview page and the training pages", "servi
 
 def render(ctx: Context) -> None:
     """Draw the page the sidebar selected."""
-    from dashboard.views import cluster, compare, job, operations, overview, scenario, serving, step, study
+    from dashboard.views import calibrate, cluster, compare, job, operations, overview, scenario, serving, step, study
 
     pages: dict[str, Callable[[Context], None]] = {
         "scenario": scenario.render, "overview": overview.render, "cluster": cluster.render,
         "step": step.render, "job": job.render, "compare": compare.render, "serving": serving.render,
-        "operations": operations.render, "study": study.render,
+        "operations": operations.render, "study": study.render, "calibrate": calibrate.render,
     }
     st.title(PAGES[ctx.page])
     if ctx.result:

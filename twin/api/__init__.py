@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import catalog
+from twin.api.bands import calibrated
 from twin.api.specs import cluster_of
 from twin.api.operations import simulate_operations
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
@@ -37,7 +38,9 @@ from twin.scenario import (
     parse_scenario,
     parse_yaml,
     read_text,
+    resolve_profile_path,
     with_overrides,
+    with_profile,
 )
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
@@ -55,32 +58,36 @@ def simulate(scenario: Scenario, closed_form: bool = False) -> TrainingResult | 
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
     ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
     if scenario.workload == "serving":
-        return simulate_serving(scenario)
+        return calibrated(simulate_serving(scenario), scenario)
     if scenario.workload == "jobs":
         return simulate_operations(scenario)
-    return simulate_training(scenario, closed_form)
+    return calibrated(simulate_training(scenario, closed_form), scenario)
 
 
-def run_file(path: str | Path) -> TrainingResult | ServingResult | OperationsResult:
-    return simulate(load_scenario(path))
+def run_file(path: str | Path, profile: str | None = None) -> TrainingResult | ServingResult | OperationsResult:
+    """Answer a scenario file; ``profile`` (a site profile file) replaces its ``site.profile``."""
+    return simulate(load_scenario(path, profile))
 
 
 def run_dict(data: dict[str, Any]) -> TrainingResult | ServingResult | OperationsResult:
     return simulate(parse_scenario(data))
 
 
-def scenario_data(path: str | Path) -> dict[str, Any]:
-    """A scenario file's keys as written, not yet validated (studies vary them point by point)."""
-    data = parse_yaml(read_text(path), str(path))
+def scenario_data(path: str | Path, profile: str | None = None) -> dict[str, Any]:
+    """A scenario file's keys as written, not yet validated (studies vary them point by point); its
+    ``site.profile`` made absolute, or set to ``profile``."""
+    data = resolve_profile_path(parse_yaml(read_text(path), str(path)), Path(path).parent, profile)
+    with_profile(data)                           # a profile that does not read stops the study before its points
     if not isinstance(data, dict):
         parse_scenario(data, str(path))          # raises the file's one-line error
     return data
 
 
-def capacity_file(path: str | Path, target_rate_per_s: float | None = None) -> CapacityResult:
+def capacity_file(path: str | Path, target_rate_per_s: float | None = None,
+                  profile: str | None = None) -> CapacityResult:
     """``python -m twin capacity``: the highest rate a serving scenario's deployment sustains within its
-    SLO, and the GPUs ``target_rate_per_s`` needs."""
-    scenario = load_scenario(path)
+    SLO, and the GPUs ``target_rate_per_s`` needs (``profile``: a site profile file)."""
+    scenario = load_scenario(path, profile)
     if scenario.workload != "serving":
         raise ScenarioError(scenario.workload, "capacity answers serving scenarios; this one describes "
                             f"{scenario.workload} (write a serving: section, docs/serving.md)")
@@ -96,9 +103,9 @@ def run_text(text: str, source: str = "scenario") -> TrainingResult | ServingRes
     return simulate(scenario_from_text(text, source))
 
 
-def fabric_file(path: str | Path) -> FabricSummary:
+def fabric_file(path: str | Path, profile: str | None = None) -> FabricSummary:
     """The fabric of a scenario file and where its parallel groups land, without simulating."""
-    scenario = load_scenario(path)
+    scenario = load_scenario(path, profile)
     if scenario.training is not None:
         return build(scenario).comm.summary()
     return CommModel(cluster_of(scenario.cluster), Efficiency.calibrated(scenario.efficiency)).summary()

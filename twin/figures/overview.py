@@ -14,6 +14,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.bands import band_line
 from twin.figures.colours import LIMIT_LINE, MEMORY_COLOURS, NEUTRAL
 from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_count, fmt_duration, fmt_si
 
@@ -59,6 +60,11 @@ _HEADLINE_VALUES = {
     "Memory per GPU": (lambda r: r.get("memory_per_gpu_bytes"), True),
     "Goodput": (lambda r: r.get("goodput"), False),
 }
+
+
+# Headline numbers that carry the record's error band (twin.bands) in their help text.
+_BANDED = {"Time to train (P50)", "Time to train (P90)", "MFU", "GPU-hours", "Energy (facility)", "Carbon (site)",
+           "Energy cost (site)", "Step time", "Throughput"}
 
 
 def relative_change(new: Any, old: Any) -> float | None:
@@ -127,7 +133,8 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
     for key, m in zip(_HEADLINE_VALUES, metrics):
         value_of, lower = _HEADLINE_VALUES[key]
         delta = fmt_change(relative_change(value_of(result), value_of(baseline))) if baseline else None
-        out.append(Metric(m.label, m.value, m.help, delta, lower))
+        band = f"; {band_line(result)}" if key in _BANDED and band_line(result) else ""
+        out.append(Metric(m.label, m.value, m.help + band, delta, lower))
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from twin.bands import SERVING_KEYS, Calibration, with_calibration
 from twin.power.serving import ServingPower
 from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, grouped, plain
 from twin.serving.capacity import Capacity, Sizing
@@ -96,7 +97,7 @@ class ServingResult(Compared):
     layout: ClassVar[Layout] = Layout(
         convert={"power": _power},
         after={"label": _throughput, "gpus_used": _per_million, "memory": _memory, "run": _engine},
-        omit=frozenset({"memory", "run", "alternatives"}))
+        omit=frozenset({"memory", "run", "alternatives", "calibration"}))
     label: str                       # the deployment in words
     memory_fits: bool
     gpus_total: int                  # every GPU of the cluster
@@ -120,6 +121,11 @@ class ServingResult(Compared):
     country: str
     pue: float
     power: ServingPower | None = None
+    calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
+        return with_calibration(super().to_dict(), self.calibration, SERVING_KEYS)
 
 
 def _capacity(r: CapacityResult) -> dict[str, Any]:

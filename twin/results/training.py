@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from twin.bands import TRAINING_KEYS, Calibration, with_calibration
 from twin.engine.iteration import Span
 from twin.engine.job import FailureSummary
 from twin.jobs.model import Event, Segment
@@ -78,7 +79,7 @@ LAYOUT = Layout(
            "memory_advice": lambda r: {"memory_required_bytes": r.memory.required_bytes},
            "finetune": _site, "power": _totals,
            "events": lambda r: {"timeline": {"segments": plain(r.segments), "events": plain(r.events)}}},
-    omit=frozenset({"step", "memory", "segments", "events"}),
+    omit=frozenset({"step", "memory", "segments", "events", "calibration"}),
 )
 
 
@@ -125,6 +126,7 @@ class TrainingResult(Result):
     step_timeline: tuple[Span, ...] = ()
     storage: StorageReport | None = None           # training.data: the data path and the file system
     building: BuildingYear | None = None           # site.cooling: PUE per hour and per year
+    calibration: Calibration | None = None         # error band and site profile (twin.bands), set by twin.api
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -166,6 +168,10 @@ class TrainingResult(Result):
     @property
     def embodied_carbon_kg(self) -> float | None:
         return self.power.embodied.total_kg if self.power.embodied else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
+        return with_calibration(super().to_dict(), self.calibration, TRAINING_KEYS)
 
     def record(self, timelines: bool = True) -> dict[str, Any]:
         """The JSON record (docs/results.md); ``timelines`` False leaves out the job, step and power

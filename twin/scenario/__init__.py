@@ -26,13 +26,15 @@ from twin.scenario.failures import Failures
 from twin.scenario.fields import Strict, name_text, number, shown
 from twin.scenario.jobs import Jobs, check_jobs
 from twin.scenario.load import decode, parse_yaml, read_text
+from twin.scenario.profile import resolve_profile_path, with_profile
 from twin.scenario.serving import Serving
 from twin.scenario.site import Embodied, Site
 from twin.scenario.training import Checkpoint, InlineModel, Lora, Parallelism, StackOptions, Training
 
 __all__ = ["Scenario", "Cluster", "Fabric", "Storage", "Site", "Embodied", "Training", "InlineModel", "Lora",
            "Parallelism", "StackOptions", "Checkpoint", "Failures", "Serving", "Jobs", "parse_scenario",
-           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "check_key", "WORKLOADS"]
+           "load_scenario", "parse_yaml", "read_text", "decode", "with_overrides", "check_key", "WORKLOADS",
+           "resolve_profile_path", "with_profile"]
 
 # The workload sections a scenario may hold; it holds exactly one.
 WORKLOADS = ("training", "serving", "jobs")
@@ -153,6 +155,7 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError("", f"{source}: the scenario must be a YAML mapping of keys "
                                 f"(name, cluster, site, {', '.join(WORKLOADS)}, failures)")
+    data = with_profile(data)                     # site.profile: the site's fitted values under the scenario's
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -164,9 +167,11 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     return scenario
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file; a relative ``jobs.trace`` is read beside it."""
-    scenario = parse_scenario(parse_yaml(read_text(path), str(path)), str(path))
+def load_scenario(path: str | Path, profile: str | None = None) -> Scenario:
+    """Read and validate a scenario file; a relative ``jobs.trace`` (or ``site.profile``) is read beside it;
+    ``profile`` (a command's ``--profile``) replaces the file's ``site.profile``."""
+    data = resolve_profile_path(parse_yaml(read_text(path), str(path)), Path(path).parent, profile)
+    scenario = parse_scenario(data, str(path))
     jobs = scenario.jobs
     if jobs is not None and jobs.trace is not None and not Path(jobs.trace).is_absolute():
         trace = str(Path(path).parent / jobs.trace)

@@ -9,7 +9,7 @@ from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
 from twin.options import Accounting, EmbodiedMethod
 from twin.scenario.building import Cooling
-from twin.scenario.fields import Flag, Strict, number, price, price_parser, shown
+from twin.scenario.fields import Flag, Strict, name_text, number, price, price_parser, shown
 from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
 
 # Prices above these are typing slips (docs/scenario.md, "Limits").
@@ -56,6 +56,10 @@ def _gpu_hour_price(value: Any) -> tuple[float, str] | str:
 GpuHourPrice = Annotated[tuple[float, str] | str, BeforeValidator(_gpu_hour_price)]
 
 
+# A site profile's file name (docs/calibrate.md); read by twin.scenario.profile before validation.
+ProfilePath = name_text(4096)
+
+
 class Embodied(Strict):
     enabled: Flag = False
     method: EmbodiedMethod = "bloom"                   # per-device figures (docs/power.md)
@@ -75,6 +79,7 @@ class Site(Strict):
     accounting: Accounting = "full"                  # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
     cooling: Cooling | None = None                         # PUE from the climate, replacing pue (docs/building.md)
+    profile: ProfilePath | None = None                     # a site profile (twin calibrate, docs/calibrate.md)
 
 
     @model_validator(mode="after")

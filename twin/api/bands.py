@@ -1,0 +1,37 @@
+"""The calibration of an answer: its error band (twin.bands) and the site profile it was priced with."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TypeVar
+
+from twin import catalog
+from twin.bands import Calibration, nearest_band, profile_band
+from twin.profile import load_profile
+from twin.results import ServingResult, TrainingResult
+from twin.scenario import Scenario
+
+# The serving engine the serving twin is validated on (twin/validation/cases/serving: trtllm-bench rows).
+SERVING_ENGINE = "trtllm"
+
+R = TypeVar("R", TrainingResult, ServingResult)
+
+
+def calibrated(result: R, scenario: Scenario) -> R:
+    """``result`` with its band and profile, and a warning when the profile was fitted on another GPU."""
+    gpu = str(catalog.entry("nodes", scenario.cluster.node, "cluster.node")["gpu"])
+    if scenario.site.profile is not None:
+        profile = load_profile(scenario.site.profile)
+        calibration = Calibration(profile_band(profile.band_fraction, profile.name), profile.name, profile.path,
+                                  profile.sha256)
+        warnings = list(result.warnings)
+        if profile.gpu and profile.gpu != gpu:
+            warnings.append(f"site profile '{profile.name}' was fitted on {profile.gpu}, this cluster runs {gpu}: "
+                            "its efficiencies are fractions of each GPU's peak and may not carry over")
+        return replace(result, calibration=calibration, warnings=warnings)
+    if scenario.training is not None:
+        stack = scenario.training.stack
+        band = nearest_band("training", gpu, stack if isinstance(stack, str) else stack.name)
+    else:
+        band = nearest_band("serving", gpu, SERVING_ENGINE)
+    return replace(result, calibration=Calibration(band))

@@ -1,0 +1,123 @@
+"""Error bands: every headline number with an interval from measured errors, not a single figure.
+
+The band of an answer is a factor ``f ≥ 1``: the truth is expected between ``value / f`` and
+``value · f``. It comes from one of two places (docs/calibrate.md, "Error bands"):
+
+- the twin's errors on its own validation cases nearest to the answer (catalog ``error_bands.yaml``,
+  written by ``benchmarks/error_bands.py``): the cases of the same software stack (or serving engine)
+  on the same GPU when there are at least ``MIN_CASES`` of them, else the same stack, else the same GPU,
+  else all; ``f = exp(q)`` with ``q`` the ``QUANTILE`` of their ``|ln(predicted / published)|``;
+- a site profile's residuals when the run uses one: ``f = 1 + band_fraction``.
+
+Time, energy, cost and carbon scale with the same step time, so one factor bands them all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from twin import catalog
+
+# The share of the nearest cases whose error the band must cover.
+QUANTILE = 0.9
+# Fewer nearest cases than this and the search widens (stack and GPU → stack → GPU → all).
+MIN_CASES = 3
+# Headline numbers of each record kind that carry ``_low`` and ``_high`` keys beside them.
+TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu",
+                 "time_to_train_s", "gpu_hours", "energy_it_kwh", "energy_facility_kwh", "carbon_kg",
+                 "energy_cost_eur", "total_cost_eur", "rental_cost_eur")
+SERVING_KEYS = ("requests_per_s", "output_tokens_per_s", "tokens_per_s", "ttft_s", "tpot_s", "e2e_latency_s",
+                "energy_per_million_output_tokens_kwh", "energy_per_million_output_tokens_it_kwh",
+                "cost_per_million_output_tokens_eur", "carbon_per_million_output_tokens_kg")
+
+
+@dataclass(frozen=True)
+class Band:
+    """The interval of an answer: the truth within value / factor … value · factor."""
+    factor: float
+    basis: str                     # validation | site profile
+    detail: str                    # which cases, or which profile
+    cases: int = 0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a result was calibrated with: its band, and the site profile when one was used."""
+    band: Band
+    profile_name: str | None = None
+    profile_path: str | None = None
+    profile_sha256: str | None = None
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (linear between order statistics)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    pos = q * (len(ordered) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def nearest_band(kind: str, gpu: str, system: str, exclude: str | None = None) -> Band:
+    """The band from the validation cases of ``kind`` (training | serving) nearest to ``gpu`` and
+    ``system`` (the training stack or serving engine); ``exclude`` leaves one case out (to test the band)."""
+    field = "stack" if kind == "training" else "engine"
+    rows = [r for r in catalog.table("error_bands")[kind] if r["id"] != exclude]
+    tiers = ((f"{field} {system} on {gpu}", lambda r: r[field] == system and r["gpu"] == gpu),
+             (f"{field} {system}", lambda r: r[field] == system),
+             (f"GPU {gpu}", lambda r: r["gpu"] == gpu),
+             (f"every {kind} case", lambda r: True))
+    for label, keep in tiers:
+        chosen = [r for r in rows if keep(r)]
+        if len(chosen) >= MIN_CASES:
+            q = quantile([abs(math.log1p(r["error"])) for r in chosen], QUANTILE)
+            return Band(math.exp(q), "validation", f"{len(chosen)} validation cases ({label})", len(chosen))
+    raise ValueError(f"fewer than {MIN_CASES} {kind} rows in error_bands.yaml")
+
+
+def profile_band(fraction: float, name: str) -> Band:
+    """The band of a run priced with a site profile: its fits' residuals."""
+    return Band(1.0 + fraction, "site profile", f"residuals of site profile '{name}'")
+
+
+def _scaled(value: Any, factor: float) -> Any:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value * factor if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _scaled(v, factor) for k, v in value.items()}
+    return None
+
+
+def with_calibration(record: dict[str, Any], calibration: Calibration | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``record`` with ``KEY_low`` and ``KEY_high`` after each headline key, and ``band`` and ``profile``
+    keys; no existing key changes."""
+    if calibration is None:
+        return record
+    band = calibration.band
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key in keys:
+            out[f"{key}_low"] = _scaled(value, 1.0 / band.factor)
+            out[f"{key}_high"] = _scaled(value, band.factor)
+    out["band"] = {"factor": band.factor, "basis": band.basis, "detail": band.detail, "cases": band.cases,
+                   "quantile": QUANTILE if band.basis == "validation" else None}
+    out["profile"] = None if calibration.profile_name is None else {
+        "name": calibration.profile_name, "path": calibration.profile_path, "sha256": calibration.profile_sha256}
+    return out
+
+
+def band_line(record: dict[str, Any]) -> str:
+    """The band of a record in words ("" without one): its range and where it comes from."""
+    band = record.get("band")
+    if not isinstance(band, dict):
+        return ""
+    factor = band["factor"]
+    return (f"error band {1 / factor - 1:+.0%} to {factor - 1:+.0%} on every headline number "
+            f"({band['detail']}" + (f", {band['quantile']:.0%} of their errors)" if band.get("quantile") else ")"))
