@@ -15,7 +15,9 @@ from twin.scenario.training import Degree, ModelChoice
 
 # Limits (docs/scenario.md, "Limits").
 Tokens = number("count", ge="1", le="16M", why="2^24 tokens, above the longest context a published model serves (10M)")
-Rate = number("rate", gt="0/s", le="1000000/s", why="a million requests a second, above any published deployment")
+# A million requests a second, above any published deployment (``twin capacity --rate`` takes the same bound).
+MAX_RATE_PER_S = 1_000_000.0
+Rate = number("rate", gt="0/s", le=f"{MAX_RATE_PER_S:.0f}/s", why="a million requests a second, above any published deployment")
 Latency = number("time", gt="0 s", le="1 h", why="a target beyond an hour is no latency target")
 MaxBatch = number(integer=True, ge="1", le="65536", why="2^16 sequences in flight")
 TokensInFlight = number(integer=True, ge="1", le="1048576", why="2^20 tokens in one iteration")
