@@ -21,7 +21,7 @@ from twin.units import BITS_PER_BYTE, fmt_si
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from twin.api import run_file
-    from twin.report import markdown_report, summary, write_markdown
+    from twin.report import summary
 
     out = report = None
     if args.out is not None:                      # checked before the simulation starts
@@ -42,13 +42,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.json:
             text += f"\n\nwrote {out}"
     if report is not None:
-        folder = f"{report.stem}-figures"
-        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report)
-        if not args.json:
-            text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
-                                                  f"{report.parent / folder}")
+        text += _write_report(args, result, report, out is not None)
     print(text)
     return 0
+
+
+def _write_report(args: argparse.Namespace, result, report: Path, after_out: bool) -> str:
+    """Write the Markdown report (its figures when a browser draws them); the line the summary gains.
+    Figures left out are said on stderr in one line: the report and the result are kept."""
+    from twin.report import markdown_report, write_markdown
+
+    folder = f"{report.stem}-figures"
+    left_out: list[str] = []
+    try:
+        written = write_markdown(markdown_report(result.to_dict(), source=args.scenario, folder=folder), report,
+                                 left_out)
+    except OSError as exc:
+        raise ScenarioError("--report", f"cannot write '{report}': {exc.strerror}") from None
+    if left_out:
+        print(f"twin: note: --report: written without {'some ' if len(written) > 1 else ''}figures: "
+              f"{'; '.join(left_out)}", file=sys.stderr)
+    if args.json:
+        return ""
+    figures = f"and {len(written) - 1} figures in {report.parent / folder}" if len(written) > 1 else "(without figures)"
+    return ("\n" if after_out else "\n\n") + f"wrote {report} {figures}"
 
 
 def _space(args: argparse.Namespace):

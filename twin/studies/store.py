@@ -10,8 +10,12 @@ resumed one skips the points whose scenario hash is already there.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import yaml
 
+from twin.errors import ScenarioError
 from twin.outputs import replace_atomic, write_atomic
 
 RESULTS = "results.parquet"
@@ -29,6 +34,9 @@ STUDY = "study.yaml"
 INDEX, HASH, ERROR = "point", "scenario_hash", "error"
 # The last column: whether the row is on the study's Pareto front (``sweep``).
 FRONT = "pareto_front"
+# Held (flock) by the study writing the directory; it names the holder. The kernel releases it when the
+# holder ends, however it ends, so a killed study never leaves the directory locked.
+LOCK = ".study.lock"
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
@@ -123,3 +131,64 @@ def write_study(directory: Path, study: dict[str, Any]) -> None:
 def read_study(directory: Path) -> dict[str, Any]:
     path = directory / STUDY
     return yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+@contextlib.contextmanager
+def locked(directory: Path, study: dict[str, Any]) -> Iterator[None]:
+    """Hold ``directory`` for one study while it writes: another study is refused in one line naming the
+    holder; the same study (same scenario, keys, values and mode) waits for it, then resumes from its rows.
+    A directory that already holds the study of another scenario is refused too: it is never overwritten."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            if holder.get("study") != _identity(study):
+                raise ScenarioError("--out", f"'{directory}' is being written by another study (process "
+                                    f"{holder.get('pid', '?')}: {holder.get('what', 'unknown')}); write this one "
+                                    "into another directory") from None
+            fcntl.flock(fd, fcntl.LOCK_EX)         # the same study: wait for it, then reuse its rows
+        _check_owner(directory, study)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"study": _identity(study), "pid": os.getpid(), "what": _what(study)}).encode(), 0)
+        clean_temporary(directory)
+        yield
+    finally:
+        os.close(fd)                               # releases the lock
+
+
+def _identity(study: dict[str, Any]) -> str:
+    return scenario_hash({k: study.get(k) for k in ("scenario_sha256", "mode", "vary")})
+
+
+def _what(study: dict[str, Any]) -> str:
+    return f"{study.get('scenario')} with {' '.join('--vary ' + v for v in study.get('vary', []))}"[:200]
+
+
+def _holder(fd: int) -> dict[str, Any]:
+    try:
+        return json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
+    except (ValueError, OSError):
+        return {}
+
+
+def _check_owner(directory: Path, study: dict[str, Any]) -> None:
+    """A directory written by a study of another scenario is not reused: its rows would be lost."""
+    try:
+        earlier = read_study(directory)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        raise ScenarioError("--out", f"'{directory / STUDY}' is not a study file; write into another directory") \
+            from None
+    if isinstance(earlier, dict) and earlier.get("scenario_sha256") not in (None, study["scenario_sha256"]):
+        raise ScenarioError("--out", f"'{directory}' holds the study of another scenario ({earlier.get('scenario')}, "
+                            f"{earlier.get('rows', '?')} rows); write this one into another directory")
+
+
+def clean_temporary(directory: Path) -> list[Path]:
+    """Remove the temporary files a killed writer left (``.results.csv.*.tmp``); the caller holds the lock."""
+    stale = [p for name in (RESULTS, TABLE, STUDY) for p in directory.glob(f".{name}.*.tmp")]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale

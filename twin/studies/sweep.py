@@ -104,27 +104,18 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
           pool: Executor | None = None, closed_form: bool = False, progress: Progress | None = None,
           csv: bool = True) -> SweepReport:
     """Run every point of ``space`` on ``base`` (raw scenario data from ``source``), skipping those
-    already in ``directory``; write the directory's files as rows come and at the end."""
-    pool = pool or InProcess()
-    first = [store.INDEX, *space.keys, store.HASH, store.ERROR]
-    earlier = store.read_table(directory) if directory else None
-    if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
-        earlier = earlier.drop_columns([store.FRONT])
-    known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
-    rows = _Rows(first)
-    todo, reuse = [], []
-    for point in space.points():
-        position = known.get(store.scenario_hash(with_overrides(base, point.values)))
-        if position is None:
-            todo.append((point.index, point.values))
-        else:
-            reuse.append((position, point))
-    for start in range(0, len(reuse), CHUNK_ROWS):
-        part = reuse[start:start + CHUNK_ROWS]
-        found = earlier.take([position for position, _ in part]).to_pylist()
-        rows.add([{**row, store.INDEX: point.index, **point.values} for row, (_, point) in zip(found, part)])
-    dropped = len(known) - len({position for position, _ in reuse})
-    study = {
+    already in ``directory``; write the directory's files as rows come and at the end. The directory
+    is held for this study while it runs (``store.locked``)."""
+    study = _study(base, source, space, closed_form, csv)
+    if directory is None:
+        return _run(base, source, space, None, pool or InProcess(), closed_form, progress, csv, study)
+    with store.locked(directory, study):
+        return _run(base, source, space, directory, pool or InProcess(), closed_form, progress, csv, study)
+
+
+def _study(base: dict[str, Any], source: str, space: Space, closed_form: bool, csv: bool) -> dict[str, Any]:
+    """What ``study.yaml`` says of a study, before its counts."""
+    return {
         "scenario": source,
         "scenario_name": base.get("name", "unnamed scenario"),
         "scenario_sha256": store.scenario_hash(base),
@@ -136,6 +127,32 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
         "twin_version": __version__,
         "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
     }
+
+
+def _reused(base: dict[str, Any], space: Space, directory: Path | None, rows: _Rows) -> tuple[list, int, int]:
+    """(points still to run, points reused from the directory's earlier rows, earlier rows dropped)."""
+    earlier = store.read_table(directory) if directory else None
+    if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
+        earlier = earlier.drop_columns([store.FRONT])
+    known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
+    todo, reuse = [], []
+    for point in space.points():
+        position = known.get(store.scenario_hash(with_overrides(base, point.values)))
+        if position is None:
+            todo.append((point.index, point.values))
+        else:
+            reuse.append((position, point))
+    for start in range(0, len(reuse), CHUNK_ROWS):
+        part = reuse[start:start + CHUNK_ROWS]
+        found = earlier.take([position for position, _ in part]).to_pylist()
+        rows.add([{**row, store.INDEX: point.index, **point.values} for row, (_, point) in zip(found, part)])
+    return todo, len(reuse), len(known) - len({position for position, _ in reuse})
+
+
+def _run(base: dict[str, Any], source: str, space: Space, directory: Path | None, pool: Executor,
+         closed_form: bool, progress: Progress | None, csv: bool, study: dict[str, Any]) -> SweepReport:
+    rows = _Rows([store.INDEX, *space.keys, store.HASH, store.ERROR])
+    todo, reused, dropped = _reused(base, space, directory, rows)
     progress = progress or Progress(len(todo), enabled=False)
     progress.total = len(todo)
     task = functools.partial(evaluate_points, base, source, closed_form)
@@ -150,18 +167,24 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
     finally:
         progress.close()
         seconds = time.perf_counter() - start
-        data = rows.table()
-        objectives = sweep_objectives(data)
-        wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
-        front = pareto_front(data.select(wanted).to_pylist(), objectives)
-        on_front = {row[store.INDEX] for row in front}
-        data = data.append_column(store.FRONT, pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()],
-                                                        pa.bool_()))
-        if directory is not None and data.num_rows:
-            store.write_results(directory, data, csv)
-            store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
-                                          "objectives": list(objectives), "front": len(front)})
-    return SweepReport(points=data.num_rows, ran=len(todo), reused=len(reuse), dropped=dropped,
+        data, front, objectives = _finish(rows, space, directory, csv, study)
+    return SweepReport(points=data.num_rows, ran=len(todo), reused=reused, dropped=dropped,
                        errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
                        seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
                        directory=str(directory) if directory else None, table=data)
+
+
+def _finish(rows: _Rows, space: Space, directory: Path | None, csv: bool, study: dict[str, Any]):
+    """The whole table with its Pareto column, written to the directory: (table, front, objectives)."""
+    data = rows.table()
+    objectives = sweep_objectives(data)
+    wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
+    front = pareto_front(data.select(wanted).to_pylist(), objectives)
+    on_front = {row[store.INDEX] for row in front}
+    data = data.append_column(store.FRONT, pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()],
+                                                    pa.bool_()))
+    if directory is not None and data.num_rows:
+        store.write_results(directory, data, csv)
+        store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
+                                      "objectives": list(objectives), "front": len(front)})
+    return data, front, objectives
