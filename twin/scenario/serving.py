@@ -6,9 +6,9 @@ that divide the heads) are checked where the hardware is known, by the serving
 layer, with the same one-line messages.
 """
 
-from typing import Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import model_validator
+from pydantic import BeforeValidator, model_validator
 
 from twin.scenario.fields import Flag, Strict, name_text, number
 from twin.scenario.training import Degree, ModelChoice
@@ -31,6 +31,17 @@ Seed = number(integer=True, ge="0", le="4294967295", why="a 32-bit seed")
 Replicas = number(integer=True, ge="1", le="1048576", why="2^20 replicas")
 Nodes = number(integer=True, ge="1", le="32768", why="as cluster.nodes")
 AlternativeName = name_text(80)
+
+
+def _mig_profile(value: Any) -> Any:
+    """An empty profile would silently mean whole GPUs: refused."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("an empty profile is not allowed: write a MIG profile of the node's GPU (e.g. 1g.10gb), "
+                         "or leave mig out for whole GPUs")
+    return value
+
+
+MigProfile = Annotated[str, BeforeValidator(_mig_profile)]
 # Alternatives a serving scenario compares at most (each one runs the whole load again).
 MAX_ALTERNATIVES = 8
 
@@ -102,7 +113,7 @@ class Alternative(Strict):
     name: AlternativeName | None = None
     node: str | None = None
     nodes: Nodes | None = None
-    mig: str | None = None
+    mig: MigProfile | None = None
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] | None = None
     kv_cache: KVPrecision | None = None
     parallelism: Parallelism | None = None
@@ -116,7 +127,7 @@ class Serving(Strict):
     kv_cache: KVPrecision = "auto"         # auto: the weights' precision (bf16 under int4)
     parallelism: Parallelism = Parallelism()
     replicas: Union[Literal["auto"], Replicas] = "auto"
-    mig: str | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
+    mig: MigProfile | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
     engine: Engine = Engine()
     load: Load
     slo: SLO = SLO()
