@@ -179,3 +179,109 @@ def test_mutated_scenarios_end_in_exit_0_or_2(tmp_path_factory, mutation):
     assert elapsed < TIME_BOUND_S
     if code == 2:
         assert clean_refusal(code, out, err, None) is None
+
+
+# -- every section and every command: one line, exit 2, quickly -----------------------------------
+
+# Each refusal of a flag, a trace or a section must come within this (the acceptance bound is 5 s on a
+# quiet machine; the suite runs beside other work).
+REFUSAL_S = 15.0
+
+
+def test_serving_and_jobs_sections_are_refused_in_one_line(tmp_path):
+    problems = []
+    for case_id, data, key in bad_inputs.section_cases():
+        code, out, err, elapsed = run_bytes(tmp_path, data)
+        why = clean_refusal(code, out, err, key) or (f"took {elapsed:.1f} s" if elapsed > REFUSAL_S else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def _jobs_with_trace(tmp_path: Path, trace: str) -> Path:
+    data = bad_inputs.with_value("jobs", {"templates": {"t": bad_inputs.TEMPLATE}, "trace": trace}, bad_inputs.JOBS)
+    return _write(tmp_path, data)
+
+
+def test_bad_traces_are_refused_in_one_line_naming_jobs_trace(tmp_path):
+    problems = []
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    cases = [(i, tmp_path / f"t{n}.csv", data) for n, (i, data) in enumerate(bad_inputs.trace_cases())]
+    for _, path, data in cases:
+        path.write_bytes(data)
+    for case_id, path in [(i, p) for i, p, _ in cases] + [("/dev/zero", "/dev/zero"), ("a FIFO", fifo),
+                                                          ("a directory", tmp_path)]:
+        code, out, err, elapsed = cli("run", str(_jobs_with_trace(tmp_path, str(path))))
+        why = clean_refusal(code, out, err, "jobs.trace") or (f"took {elapsed:.1f} s" if elapsed > REFUSAL_S else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def test_bad_helios_sources_are_refused_and_nothing_is_written(tmp_path):
+    problems = []
+    for n, (case_id, data) in enumerate(bad_inputs.helios_cases()):
+        source, target = tmp_path / f"h{n}.csv", tmp_path / f"out{n}.csv"
+        source.write_bytes(data)
+        code, out, err, _ = cli("convert-trace", "helios", str(source), str(target))
+        why = clean_refusal(code, out, err, "source") or ("wrote the target" if target.exists() else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def test_bad_flags_of_every_command_are_refused_in_one_line(tmp_path):
+    (tmp_path / "base.yaml").write_bytes(bad_inputs.dump(bad_inputs.BASE))
+    (tmp_path / "serve.yaml").write_bytes(bad_inputs.dump(bad_inputs.SERVE))
+    (tmp_path / "trace.csv").write_text(f"{bad_inputs.TRACE_HEADER}\n0,8,3600\n")
+    problems = []
+    for case_id, argv, flag in bad_inputs.flag_cases(str(tmp_path)):
+        code, out, err, elapsed = cli(*argv)
+        lines = err.strip().splitlines()
+        why = clean_refusal(code, out, err, None)
+        if not why and flag not in lines[0]:
+            why = f"does not name {flag}: {lines[0][:200]}"
+        if not why and elapsed > REFUSAL_S:
+            why = f"took {elapsed:.1f} s"
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+    assert (tmp_path / "trace.csv").read_text().startswith(bad_inputs.TRACE_HEADER)   # never overwritten
+
+
+def test_report_without_a_browser_keeps_the_result_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("TWIN_CHROMIUM", str(tmp_path / "no-browser"))
+    report = tmp_path / "r.md"
+    code, out, err, _ = cli("run", str(_write(tmp_path, bad_inputs.BASE)), "--report", str(report))
+    assert code == 0 and out.startswith("twin — ") and "(without figures)" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "TWIN_CHROMIUM" in lines[0] and "no-browser" in lines[0]
+    text = report.read_text()
+    assert "Figure left out: Memory per GPU" in text and "![" not in text
+    assert not (tmp_path / "r-figures").exists()
+
+
+def test_a_figure_the_browser_did_not_write_is_left_out(tmp_path, monkeypatch):
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from twin.figures import images
+    from twin.report import MarkdownReport, write_markdown
+
+    calls = []
+
+    def flaky(figures, paths, **_):             # fails once, then writes only the first image
+        calls.append(len(paths))
+        if len(calls) == 1:
+            raise RuntimeError("the browser closed")
+        paths[0].write_bytes(b"\x89PNG fake")
+
+    monkeypatch.setattr(pio, "write_images", flaky)
+    monkeypatch.delenv("TWIN_CHROMIUM", raising=False)
+    report = MarkdownReport("# r\n\n![A](f/a.png)\n\n![B](f/b.png)\n", {"f/a.png": go.Figure(), "f/b.png": go.Figure()})
+    left_out: list[str] = []
+    written = write_markdown(report, tmp_path / "r.md", left_out)
+    assert len(calls) == images.ATTEMPTS
+    assert [p.name for p in written] == ["a.png", "r.md"] and left_out == ["1 of 2 figures could not be drawn"]
+    assert (tmp_path / "r.md").read_text() == "# r\n\n![A](f/a.png)\n\n*Figure left out: B (not drawn).*\n"
