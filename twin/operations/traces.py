@@ -134,8 +134,9 @@ def _number(text: str, where: str, column: str, *, integer: bool = False, low: f
     if not math.isfinite(value) or (integer and value != int(value)):
         raise ScenarioError(field, f"{where}, column {column}: {text[:64]!r} is not {kind}")
     if value < low or (above and value == low) or value > high:
-        raise ScenarioError(field, f"{where}, column {column}: {text!r} is not allowed: "
-                            f"{'above' if above else 'at least'} {low:g} and at most {high:g}")
+        most = "a century" if high == MAX_TIME_S else f"{high:,.0f}"
+        raise ScenarioError(field, f"{where}, column {column}: {text[:64]!r} is not allowed: "
+                            f"{'above' if above else 'at least'} {low:g} and at most {most}")
     return value
 
 
