@@ -285,3 +285,72 @@ def test_a_figure_the_browser_did_not_write_is_left_out(tmp_path, monkeypatch):
     assert len(calls) == images.ATTEMPTS
     assert [p.name for p in written] == ["a.png", "r.md"] and left_out == ["1 of 2 figures could not be drawn"]
     assert (tmp_path / "r.md").read_text() == "# r\n\n![A](f/a.png)\n\n*Figure left out: B (not drawn).*\n"
+
+
+# -- fuzz: the front ends' own grammars (--vary, --constraint, traces) end in a value or one line ------------
+
+VARY_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda a, b, s, u: f"{a}..{b}:{s}{u}", st.sampled_from(["0", "1", "-5", "1e308", "1e400", "9" * 30, "nan"]),
+              st.sampled_from(["2", "1e309", "0", "1e6", "inf", "9" * 200]),
+              st.sampled_from(["1", "0", "1e-400", "-1", "0.5", "1e300"]), st.sampled_from(["", "W", " GB/s", "x"])),
+    st.lists(st.sampled_from(["1", "2.5", "[1,2]", "{a: 1}", "true", "null", "9" * 5000, "[", "}", ""]),
+             min_size=1, max_size=4).map(",".join))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["cluster.nodes", "site.pue", "failures.seed", "training.tokens"]),
+                          VARY_TEXT), min_size=1, max_size=4), st.booleans())
+def test_any_vary_is_a_bounded_study_or_one_line(varies, zipped):
+    from twin.errors import ScenarioError
+    from twin.studies.space import MAX_POINTS, space
+
+    try:
+        study = space([f"{k}={v}" for k, v in varies], "zip" if zipped else "grid")
+    except ScenarioError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(("--vary", "--zip")) and len(str(exc)) < 400
+        return
+    assert 1 <= len(study) <= MAX_POINTS
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from(["deadline", "power", "energy", "cost", "carbon", "speed"]),
+       st.one_of(st.text(max_size=20), st.sampled_from(["30", "-5d", "0W", "1e400 EUR", "nan t", "30d", "2M EUR",
+                                                         "1.2MW", "9" * 5000 + "d", "inf GWh"])))
+def test_any_constraint_is_a_finite_positive_limit_or_one_line(name, limit):
+    import math
+
+    from twin.errors import ScenarioError
+    from twin.studies.search import parse_constraint
+
+    try:
+        c = parse_constraint(f"{name}={limit}")
+    except ScenarioError as exc:
+        assert str(exc).startswith("--constraint") and "\n" not in str(exc)
+        return
+    assert 0 < c.limit < math.inf
+
+
+CELLS = st.one_of(st.sampled_from(["0", "8", "3600", "1e300", "-1", "nan", "", "9" * 5000, "x,y", '"q', "1.5"]),
+                  st.text(max_size=12))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["submit_s", "gpus", "duration_s", "priority", "name", "deferrable", "colour"]),
+                min_size=1, max_size=5, unique=True),
+       st.lists(st.lists(CELLS, min_size=0, max_size=6), max_size=5))
+def test_any_trace_is_rows_within_the_limits_or_one_line(tmp_path, header, rows):
+    from twin.errors import ScenarioError
+    from twin.operations import traces
+
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join([",".join(header), *(",".join(r) for r in rows)]) + "\n", encoding="utf-8",
+                    errors="surrogatepass")
+    try:
+        read = traces.read_trace(path)
+    except ScenarioError as exc:
+        assert str(exc).startswith("jobs.trace") and "\n" not in str(exc)
+        return
+    for row in read:
+        assert 0 <= row.submit_s <= traces.MAX_TIME_S and 0 < row.duration_s <= traces.MAX_TIME_S
+        assert 1 <= row.gpus <= traces.MAX_GPUS and 0 <= row.priority <= traces.MAX_PRIORITY

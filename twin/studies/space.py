@@ -97,9 +97,14 @@ def parse_value(text: str) -> Any:
     if item[:1] in "[{":
         try:
             return yaml.safe_load(item)
-        except yaml.YAMLError:
-            raise ScenarioError("--vary", f"'{item}' is not a YAML list or mapping") from None
+        except (yaml.YAMLError, ValueError, RecursionError):     # ValueError: an integer of thousands of digits
+            raise ScenarioError("--vary", f"'{_shown(item)}' is not a YAML list or mapping of short values") from None
     return item
+
+
+def _shown(text: str, chars: int = 60) -> str:
+    """A value as quoted in a message: cut to ``chars`` characters."""
+    return text if len(text) <= chars else text[:chars - 1] + "…"
 
 
 def _integer(text: str, field: str) -> int:
@@ -112,14 +117,14 @@ def _integer(text: str, field: str) -> int:
 def _range_count(text: str, field: str, a: float, b: float, s: float, integral: bool) -> int:
     """How many values ``A..B:STEP`` holds; refused when a bound is not finite or the count is too large."""
     if not all(math.isfinite(float(x)) for x in (a, b, s)):
-        raise ScenarioError(field, f"range '{text}': every bound and the step must be finite numbers")
+        raise ScenarioError(field, f"range '{_shown(text)}': every bound and the step must be finite numbers")
     if s <= 0:
-        raise ScenarioError(field, f"range '{text}': the step must be above 0")
+        raise ScenarioError(field, f"range '{_shown(text)}': the step must be above 0")
     if b < a:
-        raise ScenarioError(field, f"range '{text}': the end is below the start")
+        raise ScenarioError(field, f"range '{_shown(text)}': the end is below the start")
     span = (b - a) // s if integral else (b - a) / s
     if not math.isfinite(float(span)) or span + 1 > MAX_RANGE_VALUES:
-        raise ScenarioError(field, f"range '{text}' holds more than {MAX_RANGE_VALUES:,} values; "
+        raise ScenarioError(field, f"range '{_shown(text)}' holds more than {MAX_RANGE_VALUES:,} values; "
                             f"at most {MAX_RANGE_VALUES:,}")
     return int(span) + 1 if integral else int(math.floor(span + 1e-9)) + 1
 
@@ -132,14 +137,14 @@ def expand_range(text: str, field: str = "--vary", limit: int = MAX_RANGE_VALUES
     start, unit_a, stop, unit_b, step, unit_s = match.groups()
     units = {u.strip() for u in (unit_a, unit_b, unit_s) if u and u.strip()}
     if len(units) > 1:
-        raise ScenarioError(field, f"range '{text}' mixes units {', '.join(sorted(units))}; write one unit")
+        raise ScenarioError(field, f"range '{_shown(text)}' mixes units {', '.join(sorted(units))}; write one unit")
     unit = units.pop() if units else ""
     step = step or "1"
     integral = all(_INT.match(x) for x in (start, stop, step))
     a, b, s = (_integer(x, field) if integral else float(x) for x in (start, stop, step))
     count = _range_count(text, field, a, b, s, integral)
     if count > limit:                            # the study would pass MAX_POINTS: refused before allocating
-        raise ScenarioError(field, f"range '{text}' holds {count:,} values; with the other keys the study would "
+        raise ScenarioError(field, f"range '{_shown(text)}' holds {count:,} values; with the other keys the study would "
                             f"hold more than {MAX_POINTS:,} points")
     decimals = max(_decimals(start), _decimals(step))
     values = [a + i * s if integral else round(a + i * s, decimals) for i in range(count)]
@@ -176,12 +181,12 @@ def parse_axis(text: str, field: str = "--vary", limit: int = MAX_RANGE_VALUES) 
     key, sep, rest = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ScenarioError(field, f"'{text}' is not allowed: write KEY=V1,V2,… (e.g. cluster.nodes=64,128)")
+        raise ScenarioError(field, f"'{_shown(text)}' is not allowed: write KEY=V1,V2,… (e.g. cluster.nodes=64,128)")
     check_key(key, field)
     values: list[Any] = []
     for item in split_items(rest):
         if not item.strip():
-            raise ScenarioError(field, f"'{text}' has an empty value; write KEY=V1,V2,…")
+            raise ScenarioError(field, f"'{_shown(text)}' has an empty value; write KEY=V1,V2,…")
         expanded = expand_range(item, field, max(1, limit - len(values)))
         values.extend(expanded if expanded is not None else [parse_value(item)])
     return Axis(key, tuple(values), text)
