@@ -152,3 +152,15 @@ def test_stale_temporary_files_are_removed_on_resume(tmp_path):
                           "--closed-form")
     assert code == 0, err
     assert not any(p.exists() for p in stale) and keep.read_text() == "mine"
+
+
+def test_a_directory_holding_something_else_is_refused_and_left_alone(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / store.RESULTS).write_text("not parquet")
+    scenario = tmp_path / "base.yaml"
+    scenario.write_bytes(bad_inputs.dump(bad_inputs.BASE))
+    code, stdout, err, _ = cli("sweep", str(scenario), "--vary", "site.pue=1.1,1.2", "--out", str(out),
+                               "--workers", "1", "--closed-form")
+    assert code == 2 and not stdout and err.startswith("twin: error: --out: ") and err.count("\n") == 1
+    assert (out / store.RESULTS).read_text() == "not parquet"

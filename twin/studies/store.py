@@ -113,7 +113,17 @@ def combine(tables: list[pa.Table], first: list[str], order: list[str] = ()) -> 
 def read_table(directory: Path) -> pa.Table | None:
     """The results of an earlier run of a study in ``directory`` (None when it holds none)."""
     path = directory / RESULTS
-    return pq.read_table(path) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        earlier = pq.read_table(path)
+    except (OSError, pa.ArrowException):
+        raise ScenarioError("--out", f"'{path}' is not a study's Parquet table; remove it or write into another "
+                            "directory") from None
+    if HASH not in earlier.column_names:
+        raise ScenarioError("--out", f"'{path}' has no {HASH} column: not a study's table; write into another "
+                            "directory")
+    return earlier
 
 
 def write_results(directory: Path, data: pa.Table, csv: bool = True) -> None:
@@ -138,8 +148,11 @@ def locked(directory: Path, study: dict[str, Any]) -> Iterator[None]:
     """Hold ``directory`` for one study while it writes: another study is refused in one line naming the
     holder; the same study (same scenario, keys, values and mode) waits for it, then resumes from its rows.
     A directory that already holds the study of another scenario is refused too: it is never overwritten."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise ScenarioError("--out", f"cannot hold '{directory}' for this study: {exc.strerror}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
