@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ FRONT = "pareto_front"
 # Held (flock) by the study writing the directory; it names the holder. The kernel releases it when the
 # holder ends, however it ends, so a killed study never leaves the directory locked.
 LOCK = ".study.lock"
+# Seconds a study waits for the holder of a directory to write who it is (it writes it right after locking).
+HOLDER_WAIT_S = 2.0
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
@@ -154,22 +157,51 @@ def locked(directory: Path, study: dict[str, Any]) -> Iterator[None]:
     except OSError as exc:
         raise ScenarioError("--out", f"cannot hold '{directory}' for this study: {exc.strerror}") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            if holder.get("study") != _identity(study):
-                raise ScenarioError("--out", f"'{directory}' is being written by another study (process "
-                                    f"{holder.get('pid', '?')}: {holder.get('what', 'unknown')}); write this one "
-                                    "into another directory") from None
-            fcntl.flock(fd, fcntl.LOCK_EX)         # the same study: wait for it, then reuse its rows
+        _acquire(fd, directory, study)
         _check_owner(directory, study)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"study": _identity(study), "pid": os.getpid(), "what": _what(study)}).encode(), 0)
+        record = json.dumps({"study": _identity(study), "pid": os.getpid(), "what": _what(study)}).encode()
+        os.pwrite(fd, record, 0)                   # written, then cut to length: never an empty record
+        os.ftruncate(fd, len(record))
         clean_temporary(directory)
-        yield
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)                    # no holder any more (a killed one leaves a dead pid)
     finally:
         os.close(fd)                               # releases the lock
+
+
+def _acquire(fd: int, directory: Path, study: dict[str, Any]) -> None:
+    """Take the lock; when another holds it, wait if it runs the same study, else refuse naming it. A holder
+    that has not yet written its record (or an earlier holder's record) is read again for up to
+    ``HOLDER_WAIT_S``."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = _holder(fd)
+        if holder.get("study") == _identity(study):
+            fcntl.flock(fd, fcntl.LOCK_EX)         # the same study: wait for it, then reuse its rows
+            return
+        if _alive(holder.get("pid")) or time.monotonic() > deadline:
+            raise ScenarioError("--out", f"'{directory}' is being written by another study (process "
+                                f"{holder.get('pid', '?')}: {holder.get('what', 'unknown')}); write this one "
+                                "into another directory")
+        time.sleep(0.02)
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _identity(study: dict[str, Any]) -> str:
