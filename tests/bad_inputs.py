@@ -224,3 +224,127 @@ def valid_extremes() -> list[tuple[str, dict]]:
         ("shortest horizon", with_value("failures", failures | {"horizon": "2 h"})),
         ("spares held back", with_value("cluster.spare_nodes", 1)),
     ]
+
+
+# -- the sections and front ends added since: serving, jobs, traces and every command's flags ------------
+
+SERVE: dict[str, Any] = {
+    "name": "boundary serving",
+    "cluster": {"node": "dgx-h100", "nodes": 1},
+    "site": {"country": "FR"},
+    "serving": {"model": "llama3-8b", "replicas": 2, "load": {"rate": "5/s", "requests": 100,
+                                                              "input_tokens": {"mean": 256},
+                                                              "output_tokens": {"mean": 64}}},
+}
+TEMPLATE = {"model": "llama2-7b", "tokens": "1B", "seq_len": 4096, "global_batch": 64, "parallelism": {"tensor": 1}}
+JOBS: dict[str, Any] = {
+    "name": "boundary jobs",
+    "cluster": {"node": "dgx-h100", "nodes": 4},
+    "site": {"country": "FR"},
+    "jobs": {"templates": {"t": TEMPLATE},
+             "generator": {"jobs": 10, "rate": "1/h", "gpus": {8: 1}, "duration": {"median": "1 h"}}},
+}
+# 100,000 jobs at one a minute on 32 GPUs: within every key's limit, but the queue grows without bound.
+OVERLOAD = {"jobs": 100_000, "rate": "1/min", "gpus": {8: 1}, "duration": {"median": "1 h"}}
+
+
+def section_cases() -> list[tuple[str, bytes, str | None]]:
+    """Serving and jobs sections, and integers no key allows, each refused in one line naming the key."""
+    never = copy.deepcopy(JOBS)
+    never["jobs"]["templates"]["big"] = {**TEMPLATE, "model": "llama2-70b", "parallelism": {"tensor": 8, "pipeline": 4}}
+    never["jobs"]["mix"] = {"t": 1, "big": 1}
+    digits = dump(BASE).decode().replace("nodes: 2", "nodes: " + "9" * 5000).encode()
+    return [
+        ("empty MIG profile", dump(with_value("serving.mig", "", SERVE)), "serving.mig"),
+        ("blank MIG profile of an alternative", dump(with_value("serving.compare", [{"mig": " "}], SERVE)),
+         "serving.compare[0].mig"),
+        ("zero replicas", dump(with_value("serving.replicas", 0, SERVE)), "serving.replicas"),
+        ("a million requests", dump(with_value("serving.load.requests", 10**6, SERVE)), "serving.load.requests"),
+        ("rate past the limit", dump(with_value("serving.load.rate", "1e12/s", SERVE)), "serving.load.rate"),
+        ("generator whose queue grows without bound", dump(with_value("jobs.generator", OVERLOAD, JOBS)),
+         "jobs.generator"),
+        ("template that never runs", dump(never), "jobs.mix.big"),
+        ("generator of a million jobs", dump(with_value("jobs.generator.jobs", 10**6, JOBS)), "jobs.generator.jobs"),
+        ("5,000-digit integer", digits, "cluster.nodes"),
+        ("5,000-digit integer in a job", dump(with_value("jobs.seed", 12345, JOBS)).replace(b"12345", b"9" * 5000),
+         "jobs.seed"),
+    ]
+
+
+TRACE_HEADER = "submit_s,gpus,duration_s"
+
+
+def trace_cases() -> list[tuple[str, bytes]]:
+    """Trace files (``jobs.trace``) that must be refused in one line naming jobs.trace."""
+    h = TRACE_HEADER
+    return [
+        ("field over 131,072 characters", f"name,{h}\n{'x' * 200_000},0,8,3600\n".encode()),
+        ("row shorter than its header", f"{h}\n0,8\n".encode()),
+        ("priority 1e300", f"{h},priority\n0,8,3600,1e300\n".encode()),
+        ("submit_s 1e300", f"{h}\n1e300,8,3600\n".encode()),
+        ("duration_s 1e300", f"{h}\n0,8,1e300\n".encode()),
+        ("GPUs past the largest cluster", f"{h}\n0,1000000,3600\n".encode()),
+        ("5,000-digit GPUs", f"{h}\n0,{'9' * 5000},3600\n".encode()),
+        ("not UTF-8", f"{h}\n0,8,3600\n".encode() + b"\xff\xfe\n"),
+        ("only comments", b"# nothing\n"),
+        ("unknown column", f"{h},colour\n0,8,3600,red\n".encode()),
+        ("more rows than allowed", (h + "\n" + "0,8,3600\n" * 100_001).encode()),
+    ]
+
+
+HELIOS_HEADER = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
+
+
+def helios_cases() -> list[tuple[str, bytes]]:
+    """Helios sources ``convert-trace`` must refuse in one line naming the source."""
+    row = "j1,u,vc1,8,8,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:05,2020-04-01 01:00:05,3600,5"
+    return [
+        ("row shorter than its header", f"{HELIOS_HEADER}\nj1,u,vc1,8\n".encode()),
+        ("field over 131,072 characters", f"{HELIOS_HEADER}\n{'j' * 200_000}{row[2:]}\n".encode()),
+        ("binary", bytes(range(256)) * 8),
+        ("not Helios", b"a,b,c\n1,2,3\n"),
+        ("GPUs 1e300", f"{HELIOS_HEADER}\n{row.replace(',8,8,', ',1e300,8,')}\n".encode()),
+        ("date not a date", f"{HELIOS_HEADER}\n{row.replace('2020-04-01 00:00:00', 'yesterday')}\n".encode()),
+    ]
+
+
+def flag_cases(d: str) -> list[tuple[str, list[str], str]]:
+    """(id, argv, the flag the one-line error names) for every command; ``d`` holds base.yaml and serve.yaml
+    (``BASE`` and ``SERVE``) and trace.csv (a trace in the twin's format)."""
+    base, serve, trace = f"{d}/base.yaml", f"{d}/serve.yaml", f"{d}/trace.csv"
+    sweep = ["sweep", base, "--closed-form"]
+    return [
+        ("plan --refine -5", ["plan", base, "--refine", "-5"], "--refine"),
+        ("plan --top 0", ["plan", base, "--top", "0"], "--top"),
+        ("plan --top of 5,000 digits", ["plan", base, "--top", "9" * 5000], "--top"),
+        ("deadline without a unit", ["plan", base, "--constraint", "deadline=30"], "--constraint"),
+        ("negative deadline", ["plan", base, "--constraint", "deadline=-5d"], "--constraint"),
+        ("zero power", ["plan", base, "--constraint", "power=0W"], "--constraint"),
+        ("infinite cost", ["plan", base, "--constraint", "cost=1e400 EUR"], "--constraint"),
+        ("capacity --rate 1e12/s", ["capacity", serve, "--rate", "1e12/s"], "--rate"),
+        ("capacity --rate 0/s", ["capacity", serve, "--rate", "0/s"], "--rate"),
+        ("fit --top -1", ["fit", base, "--top", "-1"], "--top"),
+        ("fit --nodes ,", ["fit", base, "--nodes", ","], "--nodes"),
+        ("fit --max-gpus 0", ["fit", base, "--max-gpus", "0"], "--max-gpus"),
+        ("convert-trace onto its source", ["convert-trace", "helios", trace, trace], "target"),
+        ("convert-trace /dev/zero", ["convert-trace", "helios", "/dev/zero", f"{d}/out.csv"], "source"),
+        ("convert-trace unknown format", ["convert-trace", "alibaba", trace, f"{d}/out.csv"], "format"),
+        ("--vary of 5,000 digits", [*sweep, "--vary", "cluster.nodes=" + "9" * 5000], "--vary"),
+        ("--vary range to infinity", [*sweep, "--vary", "site.pue=0..1e400"], "--vary"),
+        ("--vary range that overflows", [*sweep, "--vary", "site.pue=1e308..1e309:1e307"], "--vary"),
+        ("--vary step that is 0", [*sweep, "--vary", "site.pue=1..2:1e-400"], "--vary"),
+        ("four --vary of a million", [*sweep, *(x for k in ("site.pue", "cluster.nodes", "failures.seed",
+                                                            "training.seq_len") for x in ("--vary", f"{k}=1..1000000"))],
+         "--vary"),
+        ("--workers past the cores", [*sweep, "--vary", "site.pue=1.1,1.2", "--workers", "100000"], "--workers"),
+        ("--workers 0", [*sweep, "--vary", "site.pue=1.1,1.2", "--workers", "0"], "--workers"),
+        ("--scheduler not a url", [*sweep, "--vary", "site.pue=1.1,1.2", "--scheduler", "not a url"],
+         "--scheduler"),
+        ("--max-points -1", [*sweep, "--vary", "site.pue=1.1,1.2", "--max-points", "-1"], "--max-points"),
+        ("validate --cases on a binary file", ["validate", "--cases", "/bin/sh"], "--cases"),
+        ("validate --cases on a device", ["validate", "--cases", "/dev/zero"], "--cases"),
+        ("unknown command", ["frobnicate"], "command"),
+        ("missing scenario", ["run"], "the following arguments are required"),
+        ("unknown flag", ["run", base, "--bogus"], "unrecognized arguments"),
+        ("bad choice", ["catalog", "cars"], "kind"),
+    ]

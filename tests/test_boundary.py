@@ -179,3 +179,178 @@ def test_mutated_scenarios_end_in_exit_0_or_2(tmp_path_factory, mutation):
     assert elapsed < TIME_BOUND_S
     if code == 2:
         assert clean_refusal(code, out, err, None) is None
+
+
+# -- every section and every command: one line, exit 2, quickly -----------------------------------
+
+# Each refusal of a flag, a trace or a section must come within this (the acceptance bound is 5 s on a
+# quiet machine; the suite runs beside other work).
+REFUSAL_S = 15.0
+
+
+def test_serving_and_jobs_sections_are_refused_in_one_line(tmp_path):
+    problems = []
+    for case_id, data, key in bad_inputs.section_cases():
+        code, out, err, elapsed = run_bytes(tmp_path, data)
+        why = clean_refusal(code, out, err, key) or (f"took {elapsed:.1f} s" if elapsed > REFUSAL_S else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def _jobs_with_trace(tmp_path: Path, trace: str) -> Path:
+    data = bad_inputs.with_value("jobs", {"templates": {"t": bad_inputs.TEMPLATE}, "trace": trace}, bad_inputs.JOBS)
+    return _write(tmp_path, data)
+
+
+def test_bad_traces_are_refused_in_one_line_naming_jobs_trace(tmp_path):
+    problems = []
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    cases = [(i, tmp_path / f"t{n}.csv", data) for n, (i, data) in enumerate(bad_inputs.trace_cases())]
+    for _, path, data in cases:
+        path.write_bytes(data)
+    for case_id, path in [(i, p) for i, p, _ in cases] + [("/dev/zero", "/dev/zero"), ("a FIFO", fifo),
+                                                          ("a directory", tmp_path)]:
+        code, out, err, elapsed = cli("run", str(_jobs_with_trace(tmp_path, str(path))))
+        why = clean_refusal(code, out, err, "jobs.trace") or (f"took {elapsed:.1f} s" if elapsed > REFUSAL_S else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def test_bad_helios_sources_are_refused_and_nothing_is_written(tmp_path):
+    problems = []
+    for n, (case_id, data) in enumerate(bad_inputs.helios_cases()):
+        source, target = tmp_path / f"h{n}.csv", tmp_path / f"out{n}.csv"
+        source.write_bytes(data)
+        code, out, err, _ = cli("convert-trace", "helios", str(source), str(target))
+        why = clean_refusal(code, out, err, "source") or ("wrote the target" if target.exists() else None)
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+
+
+def test_bad_flags_of_every_command_are_refused_in_one_line(tmp_path):
+    (tmp_path / "base.yaml").write_bytes(bad_inputs.dump(bad_inputs.BASE))
+    (tmp_path / "serve.yaml").write_bytes(bad_inputs.dump(bad_inputs.SERVE))
+    (tmp_path / "trace.csv").write_text(f"{bad_inputs.TRACE_HEADER}\n0,8,3600\n")
+    problems = []
+    for case_id, argv, flag in bad_inputs.flag_cases(str(tmp_path)):
+        code, out, err, elapsed = cli(*argv)
+        lines = err.strip().splitlines()
+        why = clean_refusal(code, out, err, None)
+        if not why and flag not in lines[0]:
+            why = f"does not name {flag}: {lines[0][:200]}"
+        if not why and elapsed > REFUSAL_S:
+            why = f"took {elapsed:.1f} s"
+        if why:
+            problems.append(f"{case_id}: {why}")
+    assert not problems, "\n".join(problems)
+    assert (tmp_path / "trace.csv").read_text().startswith(bad_inputs.TRACE_HEADER)   # never overwritten
+
+
+def test_report_without_a_browser_keeps_the_result_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("TWIN_CHROMIUM", str(tmp_path / "no-browser"))
+    report = tmp_path / "r.md"
+    code, out, err, _ = cli("run", str(_write(tmp_path, bad_inputs.BASE)), "--report", str(report))
+    assert code == 0 and out.startswith("twin — ") and "(without figures)" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "TWIN_CHROMIUM" in lines[0] and "no-browser" in lines[0]
+    text = report.read_text()
+    assert "Figure left out: Memory per GPU" in text and "![" not in text
+    assert not (tmp_path / "r-figures").exists()
+
+
+def test_a_figure_the_browser_did_not_write_is_left_out(tmp_path, monkeypatch):
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from twin.figures import images
+    from twin.report import MarkdownReport, write_markdown
+
+    calls = []
+
+    def flaky(figures, paths, **_):             # fails once, then writes only the first image
+        calls.append(len(paths))
+        if len(calls) == 1:
+            raise RuntimeError("the browser closed")
+        paths[0].write_bytes(b"\x89PNG fake")
+
+    monkeypatch.setattr(pio, "write_images", flaky)
+    monkeypatch.delenv("TWIN_CHROMIUM", raising=False)
+    report = MarkdownReport("# r\n\n![A](f/a.png)\n\n![B](f/b.png)\n", {"f/a.png": go.Figure(), "f/b.png": go.Figure()})
+    left_out: list[str] = []
+    written = write_markdown(report, tmp_path / "r.md", left_out)
+    assert len(calls) == images.ATTEMPTS
+    assert [p.name for p in written] == ["a.png", "r.md"] and left_out == ["1 of 2 figures could not be drawn"]
+    assert (tmp_path / "r.md").read_text() == "# r\n\n![A](f/a.png)\n\n*Figure left out: B (not drawn).*\n"
+
+
+# -- fuzz: the front ends' own grammars (--vary, --constraint, traces) end in a value or one line ------------
+
+VARY_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda a, b, s, u: f"{a}..{b}:{s}{u}", st.sampled_from(["0", "1", "-5", "1e308", "1e400", "9" * 30, "nan"]),
+              st.sampled_from(["2", "1e309", "0", "1e6", "inf", "9" * 200]),
+              st.sampled_from(["1", "0", "1e-400", "-1", "0.5", "1e300"]), st.sampled_from(["", "W", " GB/s", "x"])),
+    st.lists(st.sampled_from(["1", "2.5", "[1,2]", "{a: 1}", "true", "null", "9" * 5000, "[", "}", ""]),
+             min_size=1, max_size=4).map(",".join))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["cluster.nodes", "site.pue", "failures.seed", "training.tokens"]),
+                          VARY_TEXT), min_size=1, max_size=4), st.booleans())
+def test_any_vary_is_a_bounded_study_or_one_line(varies, zipped):
+    from twin.errors import ScenarioError
+    from twin.studies.space import MAX_POINTS, space
+
+    try:
+        study = space([f"{k}={v}" for k, v in varies], "zip" if zipped else "grid")
+    except ScenarioError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(("--vary", "--zip")) and len(str(exc)) < 400
+        return
+    assert 1 <= len(study) <= MAX_POINTS
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from(["deadline", "power", "energy", "cost", "carbon", "speed"]),
+       st.one_of(st.text(max_size=20), st.sampled_from(["30", "-5d", "0W", "1e400 EUR", "nan t", "30d", "2M EUR",
+                                                         "1.2MW", "9" * 5000 + "d", "inf GWh"])))
+def test_any_constraint_is_a_finite_positive_limit_or_one_line(name, limit):
+    import math
+
+    from twin.errors import ScenarioError
+    from twin.studies.search import parse_constraint
+
+    try:
+        c = parse_constraint(f"{name}={limit}")
+    except ScenarioError as exc:
+        assert str(exc).startswith("--constraint") and "\n" not in str(exc)
+        return
+    assert 0 < c.limit < math.inf
+
+
+CELLS = st.one_of(st.sampled_from(["0", "8", "3600", "1e300", "-1", "nan", "", "9" * 5000, "x,y", '"q', "1.5"]),
+                  st.text(max_size=12))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["submit_s", "gpus", "duration_s", "priority", "name", "deferrable", "colour"]),
+                min_size=1, max_size=5, unique=True),
+       st.lists(st.lists(CELLS, min_size=0, max_size=6), max_size=5))
+def test_any_trace_is_rows_within_the_limits_or_one_line(tmp_path, header, rows):
+    from twin.errors import ScenarioError
+    from twin.operations import traces
+
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join([",".join(header), *(",".join(r) for r in rows)]) + "\n", encoding="utf-8",
+                    errors="surrogatepass")
+    try:
+        read = traces.read_trace(path)
+    except ScenarioError as exc:
+        assert str(exc).startswith("jobs.trace") and "\n" not in str(exc)
+        return
+    for row in read:
+        assert 0 <= row.submit_s <= traces.MAX_TIME_S and 0 < row.duration_s <= traces.MAX_TIME_S
+        assert 1 <= row.gpus <= traces.MAX_GPUS and 0 <= row.priority <= traces.MAX_PRIORITY

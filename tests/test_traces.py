@@ -75,4 +75,8 @@ def test_convert_trace_on_the_command_line(tmp_path):
     assert code == 0, err
     assert target.read_text() == convert_helios(HELIOS)[0]
     code, _, err, _ = cli("convert-trace", "helios", str(target), str(target))
+    assert code == 2 and err.startswith("twin: error: target: ") and "is the source file" in err
+    before = target.read_bytes()
+    code, _, err, _ = cli("convert-trace", "helios", str(target), str(tmp_path / "other.csv"))
     assert code == 2 and err.startswith("twin: error: source: ") and "not a Helios" in err
+    assert target.read_bytes() == before and not (tmp_path / "other.csv").exists()

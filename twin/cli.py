@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
 
 from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
@@ -17,11 +21,9 @@ from twin.units import BITS_PER_BYTE, fmt_si
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from twin.api import run_file
     from twin.bands import band_line
-    from twin.report import markdown_report, summary, write_markdown
+    from twin.report import summary
 
     out = report = None
     if args.out is not None:                      # checked before the simulation starts
@@ -44,16 +46,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.json:
             text += f"\n\nwrote {out}"
     if report is not None:
-        folder = f"{report.stem}-figures"
-        markdown = markdown_report(record, source=args.scenario, folder=folder)
-        if band:
-            markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band[0].upper()}{band[1:]}.*\n")
-        written = write_markdown(markdown, report)
-        if not args.json:
-            text += ("\n" if out else "\n\n") + (f"wrote {report} and {len(written) - 1} figures in "
-                                                  f"{report.parent / folder}")
+        text += _write_report(args, record, report, out is not None, band)
     print(text)
     return 0
+
+
+def _write_report(args: argparse.Namespace, record: dict, report: Path, after_out: bool, band: str) -> str:
+    """Write the Markdown report (its figures when a browser draws them), with the record's error ``band``;
+    the line the summary gains. Figures left out are said on stderr in one line: the report and the result
+    are kept."""
+    from dataclasses import replace
+
+    from twin.report import markdown_report, write_markdown
+
+    folder = f"{report.stem}-figures"
+    left_out: list[str] = []
+    markdown = markdown_report(record, source=args.scenario, folder=folder)
+    if band:
+        markdown = replace(markdown, text=f"{markdown.text.rstrip()}\n\n*{band[0].upper()}{band[1:]}.*\n")
+    try:
+        written = write_markdown(markdown, report, left_out)
+    except OSError as exc:
+        raise ScenarioError("--report", f"cannot write '{report}': {exc.strerror}") from None
+    if left_out:
+        print(f"twin: note: --report: written without {'some ' if len(written) > 1 else ''}figures: "
+              f"{'; '.join(left_out)}", file=sys.stderr)
+    if args.json:
+        return ""
+    figures = f"and {len(written) - 1} figures in {report.parent / folder}" if len(written) > 1 else "(without figures)"
+    return ("\n" if after_out else "\n\n") + f"wrote {report} {figures}"
 
 
 def _space(args: argparse.Namespace):
@@ -77,7 +98,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     directory = check_directory(args.out, "--out") if args.out is not None else None
     data = scenario_data(args.scenario, args.profile)
     progress = Progress(len(study), enabled=wanted(sys.stderr, args.json))
-    with executor(args.scheduler, args.workers) as pool:
+    with executor(args.scheduler, args.workers, args.oversubscribe) as pool:
         report = sweep(data, args.scenario, study, directory, pool, args.closed_form, progress)
     if args.json:
         print(report.to_json())
@@ -108,13 +129,15 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_capacity(args: argparse.Namespace) -> int:
     from twin.api import capacity_file
     from twin.report import capacity_summary
+    from twin.scenario.serving import MAX_RATE_PER_S
     from twin.units import parse_quantity
 
     rate = None
     if args.rate is not None:
         rate = parse_quantity(args.rate, "rate", "--rate")
-        if not 0 < rate < float("inf"):
-            raise ScenarioError("--rate", f"'{args.rate}' is not allowed: write a positive rate such as 500/s")
+        if not 0 < rate <= MAX_RATE_PER_S:
+            raise ScenarioError("--rate", f"'{args.rate}' is not allowed: above 0/s and at most "
+                                f"{MAX_RATE_PER_S:,.0f}/s (as serving.load.rate)")
     result = capacity_file(args.scenario, rate, args.profile)
     print(result.to_json() if args.json else capacity_summary(result.to_dict()))
     return 0
@@ -192,7 +215,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from twin.report import fit_table
     from twin.studies.search import fit
 
-    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    nodes = None
+    if args.nodes is not None:
+        nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
+        if not nodes:
+            raise ScenarioError("--nodes", f"'{args.nodes}' names no node type; write e.g. dgx-h100,dgx-a100-80gb "
+                                "(python -m twin catalog nodes)")
     report = fit(load_scenario(args.scenario, args.profile), args.by, args.max_gpus, nodes)
     print(report.to_json() if args.json else fit_table(report.to_dict(), args.top))
     return 0
@@ -211,6 +239,8 @@ def _cmd_convert_trace(args: argparse.Namespace) -> int:
     from twin.operations.traces import convert_helios
 
     target = check_file(args.target, "target")
+    if target.exists() and Path(args.source).exists() and os.path.samefile(target, args.source):
+        raise ScenarioError("target", f"'{args.target}' is the source file; write the converted trace elsewhere")
     text, jobs = convert_helios(args.source)
     try:
         write_atomic(target, text)
@@ -220,55 +250,100 @@ def _cmd_convert_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m twin",
-                                description="A digital twin of GPU clusters for LLM training and serving.")
-    p.add_argument("--version", action="version", version=f"twin {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+# Largest count a counting flag takes (--top, --refine, --max-points, --max-gpus): far above any useful
+# answer, and it keeps a slip (an extra digit, a negative sign) from being read as a slice or a huge loop.
+MAX_FLAG_COUNT = 10_000_000
+# Plans played with the SimPy step after the closed-form pass (each is a whole simulation, about a second).
+MAX_REFINE = 1000
+# GPUs fit tries at most: every GPU of the largest cluster cluster.nodes allows (32,768 nodes of 8).
+MAX_FIT_GPUS = 262_144
+# Digits a whole-number flag may have (Python refuses to read more than 4,300; no count here needs 9).
+MAX_FLAG_DIGITS = 30
 
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the twin's one-line errors: ``twin: error: FLAG: message``, exit 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        text = re.sub(r"^argument ([^:]+): ", lambda m: m.group(1).split("/")[-1] + ": ", message)
+        line = str(ScenarioError("", text))
+        self.exit(2, f"twin: error: {line} (see {self.prog} -h)\n")
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if not digits.isdigit() or len(digits) > MAX_FLAG_DIGITS:
+            raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a whole number; allowed: {low:,} to {high:,}")
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value:,} is not allowed: {low:,} to {high:,}")
+        return value
+    return parse
+
+
+def _scenario_argument(p: argparse.ArgumentParser, what: str = "scenario YAML file") -> None:
+    p.add_argument("scenario", help=f"{what} (see docs/scenario.md)")
+
+
+def _json_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON, nothing else")
+
+
+def _run_parser(sub) -> None:
     run = sub.add_parser("run", help="simulate a scenario file")
-    run.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
-    run.add_argument("--json", action="store_true", help="print the result record as JSON, nothing else")
+    _scenario_argument(run)
+    _json_argument(run, "the result record")
     run.add_argument("--out", metavar="DIR", help="also write DIR/results.json")
     run.add_argument("--report", metavar="FILE.md",
-                     help="also write a Markdown report, its figures as PNG in FILE-figures/ (needs Chromium)")
+                     help="also write a Markdown report, its figures as PNG in FILE-figures/ when Chromium runs")
     _profile_argument(run)
     run.set_defaults(func=_cmd_run)
 
+
+def _sweep_parser(sub) -> None:
     sw = sub.add_parser("sweep", help="run a scenario at every combination of varied keys (docs/studies.md)")
-    sw.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    _scenario_argument(sw)
     _vary_arguments(sw)
     sw.add_argument("--out", metavar="DIR", help="write DIR/results.parquet, results.csv and study.yaml; "
                     "points already in DIR are not run again")
     sw.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the points on this Dask cluster")
-    sw.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: one per core)")
+    sw.add_argument("--workers", type=_count(1, MAX_FLAG_COUNT), metavar="N",
+                    help="local worker processes (default: one per core; at most the cores without --oversubscribe)")
+    sw.add_argument("--oversubscribe", action="store_true", help="allow --workers above the number of cores")
     sw.add_argument("--closed-form", action="store_true",
                     help="time each step with the analytic schedule instead of the SimPy engine")
-    sw.add_argument("--max-points", type=int, metavar="N", help="refuse a study of more than N points")
-    sw.add_argument("--json", action="store_true", help="print the summary as JSON, nothing else")
+    sw.add_argument("--max-points", type=_count(1, MAX_FLAG_COUNT), metavar="N",
+                    help="refuse a study of more than N points")
+    _json_argument(sw, "the summary")
     _profile_argument(sw)
     sw.set_defaults(func=_cmd_sweep)
 
+
+def _plan_parser(sub) -> None:
     pl = sub.add_parser("plan", help="search parallel plans (and cluster options) for a training scenario")
-    pl.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    _scenario_argument(pl)
     pl.add_argument("--objective", choices=["time", "cost", "carbon", "energy"], default="time",
                     help="what to minimise (default: time to train)")
-    pl.add_argument("--top", type=int, default=10, metavar="N", help="list the N best plans (default 10)")
+    pl.add_argument("--top", type=_count(1, MAX_FLAG_COUNT), default=10, metavar="N",
+                    help="list the N best plans (default 10)")
     pl.add_argument("--constraint", action="append", metavar="NAME=LIMIT",
                     help="deadline=30d, power=1.2MW, energy=5GWh, cost=2M EUR or carbon=500t (repeatable)")
-    pl.add_argument("--refine", type=int, metavar="N",
+    pl.add_argument("--refine", type=_count(0, MAX_REFINE), metavar="N",
                     help="plans played with the SimPy step and failures after the closed-form pass "
                     "(default: the top N, at least 10)")
     _vary_arguments(pl, "also search cluster options: a cluster or site KEY=V1,V2,… (repeatable)")
-    pl.add_argument("--json", action="store_true", help="print the search as JSON, nothing else")
+    _json_argument(pl, "the search")
     _profile_argument(pl)
     pl.set_defaults(func=_cmd_plan)
 
 
+def _small_parsers(sub) -> None:
     cap = sub.add_parser("capacity", help="the highest arrival rate a serving scenario sustains within its SLO")
-    cap.add_argument("scenario", help="serving scenario YAML file (see docs/serving.md)")
+    _scenario_argument(cap, "serving scenario YAML file")
     cap.add_argument("--rate", metavar="RATE", help="target arrival rate (500/s, 30000/min): replicas and GPUs it needs")
-    cap.add_argument("--json", action="store_true", help="print the capacity record as JSON, nothing else")
+    _json_argument(cap, "the capacity record")
     _profile_argument(cap)
     cap.set_defaults(func=_cmd_capacity)
 
@@ -277,21 +352,26 @@ def parser() -> argparse.ArgumentParser:
     cat.set_defaults(func=_cmd_catalog)
 
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
-    top.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    _scenario_argument(top)
     _profile_argument(top)
     top.set_defaults(func=_cmd_topology)
 
+
+def _fit_parser(sub) -> None:
     fit = sub.add_parser("fit", help="which node types, GPU counts and fine-tuning methods fit a scenario's job, ranked")
-    fit.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
-    fit.add_argument("--json", action="store_true", help="print the ranking as JSON, nothing else")
+    _scenario_argument(fit)
+    _json_argument(fit, "the ranking")
     fit.add_argument("--by", choices=["time", "cost"], default="time", help="rank by time to train (default) or cost")
-    fit.add_argument("--max-gpus", type=int, metavar="N",
+    fit.add_argument("--max-gpus", type=_count(1, MAX_FIT_GPUS), metavar="N",
                      help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
     fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
-    fit.add_argument("--top", type=int, default=0, metavar="N", help="list the N best options that fit (0: all)")
+    fit.add_argument("--top", type=_count(0, MAX_FLAG_COUNT), default=0, metavar="N",
+                     help="list the N best options that fit (0: all)")
     _profile_argument(fit)
     fit.set_defaults(func=_cmd_fit)
 
+
+def _file_parsers(sub) -> None:
     val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
     val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")
     val.add_argument("--cases", metavar="YAML", nargs="+", help="case files to run instead of the shipped ones")
@@ -299,10 +379,19 @@ def parser() -> argparse.ArgumentParser:
 
     conv = sub.add_parser("convert-trace", help="convert a public GPU-cluster trace into the twin's trace format")
     conv.add_argument("format", choices=["helios"], help="helios: SenseTime Helios cluster_log.csv (SC '21)")
-    conv.add_argument("source", help="the trace file to read")
-    conv.add_argument("target", help="the CSV file to write (for jobs.trace)")
+    conv.add_argument("source", help="the trace file to read (a regular file)")
+    conv.add_argument("target", help="the CSV file to write (for jobs.trace); not the source")
     conv.set_defaults(func=_cmd_convert_trace)
-    _calibration_commands(sub)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per question; every error is one line and exit 2."""
+    p = _Parser(prog="python -m twin", description="A digital twin of GPU clusters for LLM training and serving.")
+    p.add_argument("--version", action="version", version=f"twin {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for build in (_run_parser, _sweep_parser, _plan_parser, _small_parsers, _fit_parser, _file_parsers,
+                  _calibration_commands):
+        build(sub)
     return p
 
 

@@ -28,6 +28,9 @@ SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_YEAR = 365 * SECONDS_PER_DAY
 JOULES_PER_KWH = 3.6e6
+# Digits a whole number may have where a user writes one (a scenario, --vary): the largest the twin takes,
+# a 64-bit seed, has 20. Checked before Python's own guard (4,300 digits) turns the value into an internal error.
+MAX_INT_DIGITS = 100
 
 
 def _prefixed(suffixes: dict[str, float], allow_binary: bool = True) -> dict[str, float]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from twin.api.bounds import capped_lognormal_mean, check_generator_work, check_queue_work
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
 from twin.calibration import Efficiency, ServingEfficiency
@@ -192,12 +193,28 @@ def _generated(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Gener
         if not _mix(jobs, shapes, size):
             raise ScenarioError(f"jobs.generator.gpus.{size}", f"no template runs on {size} GPUs: "
                                 f"{_why_none(jobs, shapes, size)}")
+    if jobs.trace is None:
+        _every_template_runs(jobs, shapes)
     d = g.duration
+    mean_gpus = sum(size * w for size, w in g.gpus.items()) / sum(g.gpus.values())
+    check_generator_work(g.jobs, g.rate, mean_gpus * capped_lognormal_mean(
+        d.median, d.sigma, d.max if d.max is not None else math.inf), work_gpus)
     spec = GeneratorSpec(jobs=g.jobs, rate_per_s=g.rate, sizes=tuple(g.gpus.items()), duration_median_s=d.median,
                          duration_sigma=d.sigma, duration_max_s=d.max if d.max is not None else math.inf,
                          tenants=tuple(g.tenants.items()), deferrable=g.deferrable, start_s=g.start,
                          time_limit_factor=g.time_limit)
     return generate(spec, lambda size: _mix(jobs, shapes, size), rng)
+
+
+def _every_template_runs(jobs: Jobs, shapes: _Shapes) -> None:
+    """A template of the mix that runs on none of the generator's sizes would be dropped without a word."""
+    sizes = list(jobs.generator.gpus)
+    for name in jobs.mix or _training(jobs):
+        if not any(shapes.runs(name, size) for size in sizes):
+            key = f"jobs.mix.{name}" if jobs.mix else f"jobs.templates.{name}"
+            raise ScenarioError(key, f"runs on none of the generator's sizes ({', '.join(map(str, sizes))} GPUs): "
+                                f"{_why_none(jobs.model_copy(update={'mix': {name: 1.0}}), shapes, sizes[-1])}; leave it "
+                                "out of jobs.mix, or add a size it runs on")
 
 
 def _traced(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Generator,
@@ -296,6 +313,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         requests += _traced(jb, shapes, cluster.work_gpus, np.random.default_rng(seeds[1]), warnings)
     if not requests:
         raise ScenarioError("jobs", "no job left to run (see the warnings: every trace job was left out)")
+    check_queue_work(requests, cluster.work_gpus, "jobs.generator" if jb.generator is not None else "jobs")
 
     site = site_of(scenario.site, cluster.node.gpu.name)
     grids = _grids(scenario, site, warnings)

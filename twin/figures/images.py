@@ -1,9 +1,15 @@
 """Figures as PNG files, for reports: plotly draws them through Kaleido, which drives an installed
 Chromium or Chrome (Debian: ``apt-get install chromium``); nothing is downloaded.
+
+``TWIN_CHROMIUM`` names the browser to drive (default: the one Kaleido finds on the ``PATH``). The
+figures are optional: a batch that fails is drawn once more, a figure whose file is missing or empty
+after a batch is left out (never read from a missing file), and without a working browser
+``RenderError`` says why in one line, so that a report can be written without its images.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,22 +20,50 @@ from twin.errors import TwinError
 
 WIDTH_PX = 1100
 HEIGHT_PX = 450           # for a figure that does not set its own height
+# Tries at drawing a batch of figures: the first, and one more (a browser may fail once at starting).
+ATTEMPTS = 2
+# Names of exceptions that mean no browser could be started or found: no second try.
+NO_BROWSER = ("ChromeNotFoundError", "BrowserFailedError", "BrowserNotFoundError")
 
 
 class RenderError(TwinError):
     """Figures could not be drawn as images (no browser for Kaleido to drive)."""
 
 
+def browser_path() -> str | None:
+    """The browser ``TWIN_CHROMIUM`` names (None: let Kaleido find one); refused when it is no program."""
+    path = os.environ.get("TWIN_CHROMIUM")
+    if not path:
+        return None
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise RenderError(f"TWIN_CHROMIUM names '{path}', which is not a program; point it at Chromium or Chrome "
+                          "(Debian: apt-get install chromium)")
+    return path
+
+
 def png_images(figures: dict[str, go.Figure]) -> dict[str, bytes]:
-    """Each figure as PNG bytes, all drawn in one browser session; keyed as given."""
+    """Each figure as PNG bytes, all drawn in one browser session; keyed as given. A figure that could not
+    be drawn is left out of the answer; ``RenderError`` when none could be drawn at all."""
     if not figures:
         return {}
-    with tempfile.TemporaryDirectory(prefix="twin-figures-") as tmp:
-        paths = [Path(tmp) / f"{i}.png" for i in range(len(figures))]
-        try:
-            pio.write_images(list(figures.values()), paths, width=WIDTH_PX,
-                             height=[f.layout.height or HEIGHT_PX for f in figures.values()])
-        except Exception as exc:  # noqa: BLE001 - Kaleido's errors vary by version; each means no image
-            raise RenderError(f"figures could not be drawn as PNG ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}); "
-                              "they need Chromium or Chrome installed (Debian: apt-get install chromium)") from None
-        return {name: path.read_bytes() for name, path in zip(figures, paths)}
+    path = browser_path()
+    if path:
+        os.environ["BROWSER_PATH"] = path         # read by Kaleido's browser finder (choreographer)
+    problem = ""
+    for _ in range(ATTEMPTS):
+        with tempfile.TemporaryDirectory(prefix="twin-figures-") as tmp:
+            paths = [Path(tmp) / f"{i}.png" for i in range(len(figures))]
+            try:
+                pio.write_images(list(figures.values()), paths, width=WIDTH_PX,
+                                 height=[f.layout.height or HEIGHT_PX for f in figures.values()])
+            except Exception as exc:  # noqa: BLE001 - Kaleido's errors vary by version; each means no image
+                problem = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:300]
+                if type(exc).__name__ in NO_BROWSER:
+                    break
+                continue
+            drawn = {name: p.read_bytes() for name, p in zip(figures, paths) if p.is_file() and p.stat().st_size}
+            if drawn:
+                return drawn
+            problem = "the browser wrote no image"
+    raise RenderError(f"figures could not be drawn as PNG ({problem}); they need Chromium or Chrome installed "
+                      "(Debian: apt-get install chromium, or TWIN_CHROMIUM=/path/to/chromium)")

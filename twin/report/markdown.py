@@ -4,6 +4,7 @@ figures as PNG."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin import __version__
 from twin.figures.compare import Column, compare_figure, side_by_side
-from twin.figures.images import png_images
+from twin.figures.images import RenderError, png_images
 from twin.figures.job import job_progress_figure, time_to_train_figure
 from twin.figures.overview import country_rows, headline_metrics, infeasibility, memory_figure, plan_rows
 from twin.figures.power import country_comparison_figure
@@ -117,12 +118,25 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
     return MarkdownReport("\n".join(out).rstrip() + "\n", figures)
 
 
-def write_markdown(report: MarkdownReport, path: str | Path) -> list[Path]:
+def write_markdown(report: MarkdownReport, path: str | Path, left_out: list[str] | None = None) -> list[Path]:
     """Write the report and its PNG figures beside it, each file whole or not at all (the figures are all
-    drawn before anything is written); returns the files written, the report last."""
+    drawn before anything is written); returns the files written, the report last. The figures are
+    optional: those that cannot be drawn are left out of the text, and why is appended to ``left_out``."""
     path = Path(path)
+    try:
+        images = png_images(report.figures)
+    except RenderError as exc:
+        images = {}
+        if left_out is not None:
+            left_out.append(str(exc))
+    text = report.text
+    for name in report.figures:
+        if name not in images:
+            text = re.sub(rf"!\[([^\]]*)\]\({re.escape(name)}\)", r"*Figure left out: \1 (not drawn).*", text)
+    if left_out is not None and report.figures and images and len(images) < len(report.figures):
+        left_out.append(f"{len(report.figures) - len(images)} of {len(report.figures)} figures could not be drawn")
     written = []
-    for name, data in [*png_images(report.figures).items(), (path.name, report.text)]:
+    for name, data in [*images.items(), (path.name, text)]:
         write_atomic(path.parent / name, data)
         written.append(path.parent / name)
     return written

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from twin.errors import ScenarioError
+from twin.units import MAX_INT_DIGITS
 
 # Limits on a scenario file (docs/scenario.md, "Limits"). A hand-written scenario is a
 # few kilobytes, a generated one with a long job list a few hundred.
@@ -20,6 +21,7 @@ MAX_FILE_BYTES = 1 << 20                 # 1 MiB
 MAX_DEPTH = 32                           # nesting of mappings and lists
 MAX_EXPANDED_NODES = 200_000             # YAML nodes after aliases are expanded
 
+_INT_TAG = "tag:yaml.org,2002:int"
 _BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
 
 
@@ -112,6 +114,9 @@ def _check_tree(root: yaml.Node, source: str) -> None:
                 children.append((value_node, child))
         elif isinstance(node, yaml.SequenceNode):
             children = [(item, f"{path}[{i}]") for i, item in enumerate(node.value)]
+        elif node.tag == _INT_TAG and sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
+            raise ScenarioError(path, f"a whole number of {sum(c.isdigit() for c in node.value):,} digits is not "
+                                      f"allowed: at most {MAX_INT_DIGITS}")
         for child, child_path in children:
             visit(child, child_path, level + 1)
         size[key] = 1 + sum(size[id(c)] for c, _ in children)

@@ -6,9 +6,9 @@ that divide the heads) are checked where the hardware is known, by the serving
 layer, with the same one-line messages.
 """
 
-from typing import Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import field_validator, model_validator
+from pydantic import BeforeValidator, field_validator, model_validator
 
 from twin.options import BatchScheduler, Distribution, KVPrecision, Offload, ServingPrecision
 from twin.scenario.fields import Flag, Strict, name_text, number
@@ -16,7 +16,9 @@ from twin.scenario.training import Degree, ModelChoice
 
 # Limits (docs/scenario.md, "Limits").
 Tokens = number("count", ge="1", le="16M", why="2^24 tokens, above the longest context a published model serves (10M)")
-Rate = number("rate", gt="0/s", le="1000000/s", why="a million requests a second, above any published deployment")
+# A million requests a second, above any published deployment (``twin capacity --rate`` takes the same bound).
+MAX_RATE_PER_S = 1_000_000.0
+Rate = number("rate", gt="0/s", le=f"{MAX_RATE_PER_S:.0f}/s", why="a million requests a second, above any published deployment")
 Latency = number("time", gt="0 s", le="1 h", why="a target beyond an hour is no latency target")
 MaxBatch = number(integer=True, ge="1", le="65536", why="2^16 sequences in flight")
 TokensInFlight = number(integer=True, ge="1", le="1048576", why="2^20 tokens in one iteration")
@@ -30,6 +32,17 @@ Seed = number(integer=True, ge="0", le="4294967295", why="a 32-bit seed")
 Replicas = number(integer=True, ge="1", le="1048576", why="2^20 replicas")
 Nodes = number(integer=True, ge="1", le="32768", why="as cluster.nodes")
 AlternativeName = name_text(80)
+
+
+def _mig_profile(value: Any) -> Any:
+    """An empty profile would silently mean whole GPUs: refused."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("an empty profile is not allowed: write a MIG profile of the node's GPU (e.g. 1g.10gb), "
+                         "or leave mig out for whole GPUs")
+    return value
+
+
+MigProfile = Annotated[str, BeforeValidator(_mig_profile)]
 # Alternatives a serving scenario compares at most (each one runs the whole load again).
 MAX_ALTERNATIVES = 8
 
@@ -105,7 +118,7 @@ class Alternative(Strict):
     name: AlternativeName | None = None
     node: str | None = None
     nodes: Nodes | None = None
-    mig: str | None = None
+    mig: MigProfile | None = None
     precision: ServingPrecision | None = None
     kv_cache: KVChoice | None = None
     parallelism: Parallelism | None = None
@@ -119,7 +132,7 @@ class Serving(Strict):
     kv_cache: KVChoice = "auto"         # auto: the weights' precision (bf16 under int4)
     parallelism: Parallelism = Parallelism()
     replicas: Union[Literal["auto"], Replicas] = "auto"
-    mig: str | None = None                 # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
+    mig: MigProfile | None = None          # a MIG profile of the node's GPU (1g.10gb): each replica on one instance
     engine: Engine = Engine()              # a profile's name, or the profile and its overrides
     load: Load
     slo: SLO = SLO()

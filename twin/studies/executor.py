@@ -11,8 +11,12 @@ same numbers whatever the executor, the number of workers or the batching.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import multiprocessing
 import os
+import re
+import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -27,6 +31,12 @@ MAX_BATCH_POINTS = 10_000
 TASKS_PER_WORKER = 2
 # Seconds to wait for a Dask scheduler to answer before giving up.
 CONNECT_TIMEOUT_S = 10
+# Local worker processes at most, even with --oversubscribe: each holds a copy of the twin (about 100 MB).
+MAX_LOCAL_WORKERS = 256
+# Linux prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+# A Dask scheduler address: [tcp://|tls://|inproc://]HOST:PORT.
+_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ucx|inproc)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
 
 def local_cores() -> int:
@@ -83,7 +93,8 @@ class LocalPool(Executor):
         self.where = f"{workers} local processes"
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                            initializer=die_with_parent, initargs=(os.getpid(),))
 
     def submit(self, fn: Callable, *args: Any) -> cf.Future:
         return self._pool.submit(fn, *args)
@@ -94,6 +105,20 @@ class LocalPool(Executor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def die_with_parent(parent: int) -> None:
+    """A worker's initialiser: the kernel kills this process when its parent dies (even by ``kill -9``),
+    so no worker outlives its study. Linux only (``prctl``); elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):          # no prctl: the pool's own shutdown is all there is
+        return
+    if os.getppid() != parent:                 # the parent died before the signal was armed
+        os._exit(1)
 
 
 class DaskCluster(Executor):
@@ -108,6 +133,9 @@ class DaskCluster(Executor):
         except ImportError:
             raise ScenarioError("--scheduler", "needs the dask[distributed] package (pip install "
                                 "'dask[distributed]')") from None
+        if not _ADDRESS.match(address.strip()):
+            raise ScenarioError("--scheduler", f"'{address[:80]}' is not a scheduler address; write "
+                                "tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)")
         try:
             self._client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -130,13 +158,17 @@ class DaskCluster(Executor):
         self._client.close()
 
 
-def executor(scheduler: str | None = None, workers: int | None = None) -> Executor:
-    """A Dask cluster when ``scheduler`` names one, else ``workers`` local processes (default: the cores)."""
+def executor(scheduler: str | None = None, workers: int | None = None, oversubscribe: bool = False) -> Executor:
+    """A Dask cluster when ``scheduler`` names one, else ``workers`` local processes (default: the cores;
+    more than the cores only when ``oversubscribe``, never more than ``MAX_LOCAL_WORKERS``)."""
     if scheduler:
         return DaskCluster(scheduler)
-    count = local_cores() if workers is None else workers
-    if count < 1:
-        raise ScenarioError("--workers", f"{count} is not allowed: at least 1")
+    cores = local_cores()
+    count = cores if workers is None else workers
+    high = MAX_LOCAL_WORKERS if oversubscribe else min(cores, MAX_LOCAL_WORKERS)
+    if not 1 <= count <= high:
+        more = "" if oversubscribe else f" (the cores here; --oversubscribe allows up to {MAX_LOCAL_WORKERS})"
+        raise ScenarioError("--workers", f"{count:,} is not allowed: 1 to {high}{more}")
     return InProcess() if count == 1 else LocalPool(count)
 
 

@@ -23,6 +23,7 @@ is exhaustive when every plan of the space was evaluated or pruned.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -107,7 +108,32 @@ _LIMITS: dict[ConstraintName, Callable[[str, str], float]] = {
 }
 
 
+# A constraint's limit needs its unit: a bare number would be read in SI (a deadline of 30 seconds).
+_UNIT_NEEDED = {"deadline": "30d", "power": "1.2MW", "energy": "5GWh", "carbon": "500t"}
+
+
+def checked_constraint(constraint: Constraint, limit: str) -> Constraint:
+    """A parsed constraint whose limit is a finite amount above zero, written with its unit (cost may be a
+    bare amount in euros); refused in one line otherwise."""
+    field = "--constraint"
+    if constraint.name in _UNIT_NEEDED and _FLOAT_ONLY.match(limit):
+        raise ScenarioError(field, f"'{constraint.text}' is not allowed: write the unit, e.g. "
+                            f"{constraint.name}={_UNIT_NEEDED[constraint.name]}")
+    if not 0 < constraint.limit < math.inf:
+        raise ScenarioError(field, f"'{constraint.text}' is not allowed: the limit must be a finite amount above 0")
+    return constraint
+
+
+_FLOAT_ONLY = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+
+
 def parse_constraint(text: str) -> Constraint:
+    """``NAME=LIMIT``, checked (``checked_constraint``)."""
+    _, _, limit = text.partition("=")
+    return checked_constraint(_parse_constraint(text), limit.strip())
+
+
+def _parse_constraint(text: str) -> Constraint:
     """``NAME=LIMIT``: deadline (a duration), power (IT power at its peak), energy (facility energy),
     cost (euros at the site: energy and rental) or carbon (operational, at the site)."""
     name, sep, limit = text.partition("=")

@@ -104,42 +104,34 @@ def sweep(base: dict[str, Any], source: str, space: Space, directory: Path | Non
           pool: Executor | None = None, closed_form: bool = False, progress: Progress | None = None,
           csv: bool = True) -> SweepReport:
     """Run every point of ``space`` on ``base`` (raw scenario data from ``source``), skipping those
-    already in ``directory``; write the directory's files as rows come and at the end."""
-    pool = pool or InProcess()
-    rows = _Rows([store.INDEX, *space.keys, store.HASH, store.ERROR])
-    todo, reused, dropped = _reuse(base, space, store.read_table(directory) if directory else None, rows)
+    already in ``directory``; write the directory's files as rows come and at the end. The directory
+    is held for this study while it runs (``store.locked``)."""
     study = _study(base, source, space, closed_form, csv)
-    progress = progress or Progress(len(todo), enabled=False)
-    progress.total = len(todo)
-    task = functools.partial(evaluate_points, base, source, closed_form)
-    start = saved = time.perf_counter()
-    try:
-        for answers in run_batches(pool, task, todo):
-            rows.add(answers)
-            progress.advance(len(answers))
-            if directory is not None and time.perf_counter() - saved >= SAVE_EVERY_S:
-                store.write_results(directory, rows.table(), csv=False)
-                saved = time.perf_counter()
-    finally:
-        progress.close()
-        seconds = time.perf_counter() - start
-        data, objectives, front = _with_front(rows.table(), space)
-        if directory is not None and data.num_rows:
-            store.write_results(directory, data, csv)
-            store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
-                                          "objectives": list(objectives), "front": len(front)})
-    return SweepReport(points=data.num_rows, ran=len(todo), reused=reused, dropped=dropped,
-                       errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
-                       seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
-                       directory=str(directory) if directory else None, table=data)
+    if directory is None:
+        return _run(base, source, space, None, pool or InProcess(), closed_form, progress, csv, study)
+    with store.locked(directory, study):
+        return _run(base, source, space, directory, pool or InProcess(), closed_form, progress, csv, study)
 
 
-Points = list[tuple[int, dict[str, Any]]]
+def _study(base: dict[str, Any], source: str, space: Space, closed_form: bool, csv: bool) -> dict[str, Any]:
+    """What ``study.yaml`` says of a study, before its counts."""
+    return {
+        "scenario": source,
+        "scenario_name": base.get("name", "unnamed scenario"),
+        "scenario_sha256": store.scenario_hash(base),
+        "mode": space.mode,
+        "vary": [a.text for a in space.axes],
+        "keys": space.keys,
+        "points": len(space),
+        "engine": "closed-form step" if closed_form else "SimPy step",
+        "twin_version": __version__,
+        "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
+    }
 
 
-def _reuse(base: dict[str, Any], space: Space, earlier, rows: _Rows) -> tuple[Points, int, int]:
-    """The points still to run; those whose scenario hash is in ``earlier`` (an earlier run's table, or None)
-    are added to ``rows`` instead. Also how many were reused and how many earlier rows the study drops."""
+def _reused(base: dict[str, Any], space: Space, directory: Path | None, rows: _Rows) -> tuple[list, int, int]:
+    """(points still to run, points reused from the directory's earlier rows, earlier rows dropped)."""
+    earlier = store.read_table(directory) if directory else None
     if earlier is not None and store.FRONT in earlier.column_names:   # recomputed over the new study
         earlier = earlier.drop_columns([store.FRONT])
     known = {} if earlier is None else {h: i for i, h in enumerate(earlier.column(store.HASH).to_pylist())}
@@ -157,27 +149,42 @@ def _reuse(base: dict[str, Any], space: Space, earlier, rows: _Rows) -> tuple[Po
     return todo, len(reuse), len(known) - len({position for position, _ in reuse})
 
 
-def _study(base: dict[str, Any], source: str, space: Space, closed_form: bool, csv: bool) -> dict[str, Any]:
-    """What the study directory's study file says of the study (rows, errors and front are added at the end)."""
-    return {
-        "scenario": source,
-        "scenario_name": base.get("name", "unnamed scenario"),
-        "scenario_sha256": store.scenario_hash(base),
-        "mode": space.mode,
-        "vary": [a.text for a in space.axes],
-        "keys": space.keys,
-        "points": len(space),
-        "engine": "closed-form step" if closed_form else "SimPy step",
-        "twin_version": __version__,
-        "files": {"results": store.RESULTS, "table": store.TABLE if csv else None},
-    }
+def _run(base: dict[str, Any], source: str, space: Space, directory: Path | None, pool: Executor,
+         closed_form: bool, progress: Progress | None, csv: bool, study: dict[str, Any]) -> SweepReport:
+    rows = _Rows([store.INDEX, *space.keys, store.HASH, store.ERROR])
+    todo, reused, dropped = _reused(base, space, directory, rows)
+    progress = progress or Progress(len(todo), enabled=False)
+    progress.total = len(todo)
+    task = functools.partial(evaluate_points, base, source, closed_form)
+    start = saved = time.perf_counter()
+    try:
+        for answers in run_batches(pool, task, todo):
+            rows.add(answers)
+            progress.advance(len(answers))
+            if directory is not None and time.perf_counter() - saved >= SAVE_EVERY_S:
+                store.write_results(directory, rows.table(), csv=False)
+                saved = time.perf_counter()
+    finally:
+        progress.close()
+        seconds = time.perf_counter() - start
+        data, front, objectives = _finish(rows, space, directory, csv, study)
+    return SweepReport(points=data.num_rows, ran=len(todo), reused=reused, dropped=dropped,
+                       errors=sum(rows.errors.values()), error_messages=dict(rows.errors.most_common()),
+                       seconds=seconds, where=pool.where, study=study, front=front, objectives=objectives,
+                       directory=str(directory) if directory else None, table=data)
 
 
-def _with_front(data, space: Space) -> tuple[Any, tuple[str, ...], list[dict[str, Any]]]:
-    """The table with its Pareto-front column, the objectives the front is drawn over, and the front's rows."""
+def _finish(rows: _Rows, space: Space, directory: Path | None, csv: bool, study: dict[str, Any]):
+    """The whole table with its Pareto column, written to the directory: (table, front, objectives)."""
+    data = rows.table()
     objectives = sweep_objectives(data)
     wanted = [c for c in [store.INDEX, *space.keys, *objectives] if c in data.column_names]
     front = pareto_front(data.select(wanted).to_pylist(), objectives)
     on_front = {row[store.INDEX] for row in front}
-    flags = pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()], pa.bool_())
-    return data.append_column(store.FRONT, flags), objectives, front
+    data = data.append_column(store.FRONT, pa.array([i in on_front for i in data.column(store.INDEX).to_pylist()],
+                                                    pa.bool_()))
+    if directory is not None and data.num_rows:
+        store.write_results(directory, data, csv)
+        store.write_study(directory, {**study, "rows": data.num_rows, "errors": sum(rows.errors.values()),
+                                      "objectives": list(objectives), "front": len(front)})
+    return data, front, objectives

@@ -110,15 +110,33 @@ def parse_case_file(data: Any, where: str) -> list[Case]:
     return cases
 
 
+# A case file is a small YAML text (the shipped ones are under 20 kB).
+MAX_CASE_BYTES = 1 << 20
+
+
+def _case_text(path: Path) -> str:
+    """The text of a case file given with --cases: a regular UTF-8 file of at most ``MAX_CASE_BYTES``."""
+    try:
+        if not path.is_file():
+            raise ScenarioError("--cases", f"'{path}' is not a regular file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CASE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError("--cases", f"cannot read case file '{path}': {exc.strerror}") from None
+    if len(data) > MAX_CASE_BYTES:
+        raise ScenarioError("--cases", f"'{path}' is larger than {MAX_CASE_BYTES >> 20} MiB; a case file is small YAML")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError("--cases", f"'{path}' is not UTF-8 text (a binary file?)") from None
+
+
 def load_cases(paths: list[str | Path] | None = None) -> list[Case]:
     """The shipped cases (``twin/validation/cases/*.yaml``), or those of the given files."""
     texts: list[tuple[str, str]] = []
     if paths:
         for path in paths:
-            try:
-                texts.append((str(path), Path(path).read_text(encoding="utf-8")))
-            except OSError as exc:
-                raise ScenarioError("", f"cannot read case file '{path}': {exc.strerror}") from None
+            texts.append((str(path), _case_text(Path(path))))
     else:
         folder = resources.files("twin.validation").joinpath("cases")
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
@@ -130,6 +148,8 @@ def load_cases(paths: list[str | Path] | None = None) -> list[Case]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ScenarioError(where, f"malformed YAML: {exc}") from None
+        except (ValueError, RecursionError) as exc:          # a 5,000-digit integer, a nesting bomb
+            raise ScenarioError(where, f"not a case file: {str(exc)[:120]}") from None
         cases.extend(parse_case_file(data, where))
     seen: set[str] = set()
     for case in cases:
