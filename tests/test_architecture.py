@@ -56,22 +56,71 @@ def module_name(path: Path, top: Path) -> str:
     return ".".join(parts)
 
 
-def imports(path: Path) -> tuple[set[str], list[int]]:
-    """Absolute modules a file imports (``from twin import x`` counts as ``twin.x``), and relative-import lines."""
+# The wings stand side by side on the shared base and meet only in ``twin.api``, which wires them together.
+WINGS = ("twin.engine", "twin.serving", "twin.operations", "twin.studies")
+# Calls that import a module named by a string.
+DYNAMIC_IMPORTS = {"import_module", "__import__"}
+
+
+def package_of(module: str) -> str:
+    """``twin.engine.job`` → ``twin.engine``; a top-level module (``twin.units``) is its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def wing_of(module: str) -> str | None:
+    return next((w for w in WINGS if module == w or module.startswith(w + ".")), None)
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def imports(path: Path) -> tuple[dict[str, set[str]], list[int], list[int]]:
+    """What a file imports: absolute module → names taken from it (``from twin import x`` counts as
+    ``twin.x``; a string given to ``importlib.import_module`` or ``__import__`` counts as an import),
+    the lines of relative imports, and the lines of dynamic imports whose module name is computed."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
+    found: dict[str, set[str]] = {}
     relative: list[int] = []
+    computed: list[int] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                found.setdefault(alias.name, set())
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 relative.append(node.lineno)
             elif node.module == "twin":
-                found.update(f"twin.{alias.name}" for alias in node.names if alias.name != "__version__")
+                for alias in node.names:
+                    if alias.name != "__version__":
+                        found.setdefault(f"twin.{alias.name}", set())
             elif node.module:
-                found.add(node.module)
-    return found, relative
+                found.setdefault(node.module, set()).update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call) and _call_name(node) in DYNAMIC_IMPORTS and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.setdefault(first.value, set())
+            else:
+                computed.append(node.lineno)
+    return found, relative, computed
+
+
+def _twin_rules(here: str, target: str, names: set[str]) -> list[str]:
+    """The rules one import of a ``twin`` module by a module of ``twin`` must keep."""
+    out = []
+    if layer_of(target) > layer_of(here):
+        out.append(f"{here} imports {target} (upward)")
+    mine, theirs = wing_of(here), wing_of(target)
+    if mine and theirs and mine != theirs:
+        out.append(f"{here} imports {target} (the wings {', '.join(WINGS)} meet only through twin.api)")
+    if package_of(target) != package_of(here):
+        private = sorted(n for n in names if n.startswith("_") and not n.startswith("__"))
+        private += [p for p in target.split(".") if p.startswith("_") and not p.startswith("__")]
+        if private:
+            out.append(f"{here} imports the private {', '.join(private)} of {target} (private names stay in "
+                       "their package)")
+    return out
 
 
 def violations(top: Path) -> list[str]:
@@ -79,19 +128,19 @@ def violations(top: Path) -> list[str]:
     out = []
     for path in sorted((top / "twin").rglob("*.py")):
         here = module_name(path, top)
-        found, relative = imports(path)
+        found, relative, computed = imports(path)
         out += [f"{here}:{line} uses a relative import" for line in relative]
-        for target in sorted(found):
+        out += [f"{here}:{line} imports a module by a computed name (write it out)" for line in computed]
+        for target, names in sorted(found.items()):
             if target.split(".")[0] == "pydantic" and not here.startswith(PYDANTIC_ALLOWED):
                 out.append(f"{here} imports pydantic (only {', '.join(PYDANTIC_ALLOWED)} validates input)")
-            if target.split(".")[0] != "twin":
-                continue
-            if layer_of(target) > layer_of(here):
-                out.append(f"{here} imports {target} (upward)")
+            if target.split(".")[0] == "twin":
+                out += _twin_rules(here, target, names)
     for path in sorted((top / "dashboard").rglob("*.py")):
         here = module_name(path, top)
-        found, relative = imports(path)
+        found, relative, computed = imports(path)
         out += [f"{here}:{line} uses a relative import" for line in relative]
+        out += [f"{here}:{line} imports a module by a computed name (write it out)" for line in computed]
         for target in sorted(t for t in found if t.split(".")[0] == "twin"):
             if not target.startswith(DASHBOARD_ALLOWED) and target != "twin":
                 out.append(f"{here} imports {target} (the dashboard uses only {', '.join(DASHBOARD_ALLOWED)})")
@@ -135,10 +184,35 @@ def test_a_clean_tree_passes(tmp_path):
      "twin.engine.job imports twin.scenario (upward)"),
     ({"twin/engine/job.py": "from pydantic import BaseModel\n"}, "twin.engine.job imports pydantic"),
     ({"dashboard/views/page.py": "from .. import core\n"}, "dashboard.views.page:1 uses a relative import"),
+    ({"twin/serving/engine.py": "from twin.engine.job import simulate_job\n"},
+     "twin.serving.engine imports twin.engine.job (the wings"),
+    ({"twin/operations/cluster.py": "from twin.serving.engine import ReplicaEngine\n"},
+     "twin.operations.cluster imports twin.serving.engine (the wings"),
+    ({"twin/studies/sweep.py": "import twin.engine.job\n"}, "twin.studies.sweep imports twin.engine.job (the wings"),
+    ({"twin/api/__init__.py": "from twin.engine.job import _Run\n"},
+     "twin.api imports the private _Run of twin.engine.job"),
+    ({"twin/api/__init__.py": "from twin.engine._impl import simulate\n"},
+     "twin.api imports the private _impl of twin.engine._impl"),
+    ({"twin/engine/job.py": "import importlib\nimportlib.import_module('twin.api')\n"},
+     "twin.engine.job imports twin.api (upward)"),
+    ({"twin/engine/job.py": "x = __import__('twin.scenario')\n"}, "twin.engine.job imports twin.scenario (upward)"),
+    ({"twin/engine/job.py": "from importlib import import_module\nm = import_module('twin.' + name)\n"},
+     "twin.engine.job:2 imports a module by a computed name"),
+    ({"dashboard/views/page.py": "import importlib\nimportlib.import_module('twin.engine.job')\n"},
+     "dashboard.views.page imports twin.engine.job (the dashboard uses only"),
 ])
 def test_each_rule_bites(tmp_path, files, expected):
     found = violations(_tree(tmp_path, files))
     assert any(line.startswith(expected) for line in found), found
+
+
+@pytest.mark.parametrize("files", [
+    {"twin/engine/job.py": "from twin.engine.failures import _draw\n"},         # private within its own package
+    {"twin/api/__init__.py": "from twin.engine.job import simulate_job\nfrom twin.serving.engine import run\n"},
+    {"twin/engine/job.py": "from twin.units import __version__\n"},           # dunder names are not private
+])
+def test_what_the_rules_allow(tmp_path, files):
+    assert violations(_tree(tmp_path, files)) == []
 
 
 def test_record_types_below_the_results_layer_have_no_json_methods():
@@ -152,3 +226,38 @@ def test_record_types_below_the_results_layer_have_no_json_methods():
             if isinstance(node, ast.FunctionDef) and node.name in {"as_dict", "to_dict", "to_json"}:
                 offenders.append(f"{here}.{node.name}")
     assert not offenders, offenders
+
+
+# A reader takes in a module and a function whole: past these sizes, split by responsibility.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+
+
+def oversized(top: Path) -> list[str]:
+    """Modules of ``top/twin`` over ``MAX_MODULE_LINES`` and functions over ``MAX_FUNCTION_LINES``."""
+    out = []
+    for path in sorted((top / "twin").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        here = module_name(path, top)
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            out.append(f"{here}: {lines} lines (at most {MAX_MODULE_LINES})")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    out.append(f"{here}.{node.name}: {length} lines (at most {MAX_FUNCTION_LINES})")
+    return out
+
+
+def test_modules_and_functions_stay_small():
+    found = oversized(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_the_size_rule_bites(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    tree = _tree(tmp_path, {"twin/engine/job.py": "def long():\n" + body,
+                            "twin/engine/big.py": "x = 1\n" * (MAX_MODULE_LINES + 1)})
+    assert oversized(tree) == [f"twin.engine.big: {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES})",
+                               f"twin.engine.job.long: {MAX_FUNCTION_LINES + 1} lines (at most {MAX_FUNCTION_LINES})"]
