@@ -118,23 +118,33 @@ def markdown_report(result: dict[str, Any], *, source: str = "", changes: dict[s
     return MarkdownReport("\n".join(out).rstrip() + "\n", figures)
 
 
-def write_markdown(report: MarkdownReport, path: str | Path, left_out: list[str] | None = None) -> list[Path]:
-    """Write the report and its PNG figures beside it, each file whole or not at all (the figures are all
-    drawn before anything is written); returns the files written, the report last. The figures are
-    optional: those that cannot be drawn are left out of the text, and why is appended to ``left_out``."""
-    path = Path(path)
+def drawn(report: MarkdownReport) -> tuple[dict[str, bytes], str, list[str]]:
+    """The figures that could be drawn as PNG, the text with every other figure's link replaced by a note, and
+    why figures were left out (none when all were drawn). The figures are optional; the report never links a
+    file it does not hold."""
+    problems: list[str] = []
     try:
         images = png_images(report.figures)
     except RenderError as exc:
         images = {}
-        if left_out is not None:
-            left_out.append(str(exc))
+        problems.append(str(exc))
     text = report.text
     for name in report.figures:
         if name not in images:
             text = re.sub(rf"!\[([^\]]*)\]\({re.escape(name)}\)", r"*Figure left out: \1 (not drawn).*", text)
-    if left_out is not None and report.figures and images and len(images) < len(report.figures):
-        left_out.append(f"{len(report.figures) - len(images)} of {len(report.figures)} figures could not be drawn")
+    if report.figures and images and len(images) < len(report.figures):
+        problems.append(f"{len(report.figures) - len(images)} of {len(report.figures)} figures could not be drawn")
+    return images, text, problems
+
+
+def write_markdown(report: MarkdownReport, path: str | Path, left_out: list[str] | None = None) -> list[Path]:
+    """Write the report and its PNG figures beside it, each file whole or not at all (the figures are all
+    drawn before anything is written); returns the files written, the report last. Why figures were left
+    out (``drawn``) is appended to ``left_out``."""
+    path = Path(path)
+    images, text, problems = drawn(report)
+    if left_out is not None:
+        left_out.extend(problems)
     written = []
     for name, data in [*images.items(), (path.name, text)]:
         write_atomic(path.parent / name, data)
@@ -143,10 +153,11 @@ def write_markdown(report: MarkdownReport, path: str | Path, left_out: list[str]
 
 
 def report_zip(report: MarkdownReport, name: str = "report.md") -> bytes:
-    """The report and its PNG figures as one zip archive (the dashboard's download)."""
+    """The report and the PNG figures that could be drawn, as one zip archive (the dashboard's download)."""
+    images, text, _ = drawn(report)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(name, report.text)
-        for file, data in png_images(report.figures).items():
+        archive.writestr(name, text)
+        for file, data in images.items():
             archive.writestr(file, data)
     return buffer.getvalue()
