@@ -355,3 +355,44 @@ def test_a_lora_step_is_faster_than_a_full_one_by_about_the_flops_it_skips(tenso
     full = step_time(_costs(b, FULL), b.plan).step_s
     lora = step_time(_costs(b, FinetuneSpec("lora", None, LoraSpec(64, 16, model_targets(b.model)))), b.plan).step_s
     assert low < full / lora < high
+
+
+# -- what the frameworks hold beyond the model ---------------------------------------------
+
+def test_a_one_gpu_job_holds_no_nccl_buffers():
+    # NCCL allocates its buffers when a communicator is created; one GPU creates none
+    m = model_spec("llama2-7b")
+    one = memory_per_gpu(m, _plan(), "bf16", "flash", _qlora(m))
+    eight = memory_per_gpu(m, _plan(data=8, global_batch=16), "bf16", "flash", _qlora(m))
+    assert one.runtime_bytes == 2**30
+    assert eight.runtime_bytes == 2 * 2**30
+
+
+def test_hugging_face_loss_holds_twelve_bytes_per_logit():
+    # transformers' LlamaForCausalLM: fp32 logits (4 B), their shifted contiguous copy (4 B) and the
+    # fp32 log-softmax the loss saves (4 B), against 6 B for 16-bit logits and an fp32 softmax
+    from twin.engine.stack import stack_profile
+    m = model_spec("llama3-8b")
+    hf = stack_profile("hf-transformers").loss_bytes_per_logit
+    assert hf == 12.0 and stack_profile("megatron-core-2024").loss_bytes_per_logit == 6.0
+    for seq_len in (2048, 16384):
+        plan = _plan(seq_len=seq_len)
+        base = memory_per_gpu(m, plan, "bf16", "flash", _qlora(m))
+        held = memory_per_gpu(m, plan, "bf16", "flash", _qlora(m), loss_bytes_per_logit=hf)
+        assert held.activations_bytes - base.activations_bytes == pytest.approx(6.0 * seq_len * m.vocab)
+    # at 16k tokens of Llama 3 (vocabulary 128,256) the fp32 loss outweighs every checkpointed layer input
+    plan = _plan(seq_len=16384)
+    checkpoints = m.layers * 2 * 16384 * m.hidden
+    assert 12.0 * 16384 * m.vocab > 2 * checkpoints
+    # so the longest context that fits one 24 GB GPU is shorter under the upcast loss
+    capacity = gpu_spec("l4").memory_bytes
+    longest = longest_sequence(m, plan, "bf16", "flash", capacity, _qlora(m))
+    upcast = longest_sequence(m, plan, "bf16", "flash", capacity, _qlora(m), loss_bytes_per_logit=hf)
+    assert 0 < upcast < 0.8 * longest
+
+
+def test_qlora_65b_still_fits_one_48gb_gpu_under_the_hugging_face_loss():
+    # QLoRA §1: LLaMA 65B fine-tunes on one 48 GB GPU with the Hugging Face trainer (sequence 512)
+    m = model_spec("llama-65b")
+    mem = memory_per_gpu(m, _plan(), "bf16", "flash", _qlora(m), loss_bytes_per_logit=12.0)
+    assert mem.required_bytes <= gpu_spec("l40s").memory_bytes

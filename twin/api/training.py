@@ -110,7 +110,8 @@ def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency,
     """Model, plan over the cluster's working GPUs, stack, operator model and memory of a training section."""
     s = section_of(tr, cluster, efficiency, where)
     plan = resolve_plan(plan_request_of(tr.parallelism, s.stack), s.model, cluster, tr.global_batch, tr.seq_len)
-    memory = memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe)
+    memory = memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe,
+                            s.stack.loss_bytes_per_logit)
     return Compiled(tr, s.model, plan, s.stack, s.ops, memory, s.finetune, s.fp8_recipe)
 
 
@@ -149,7 +150,8 @@ def plan_memory(prepared: Prepared, request: PlanRequest) -> tuple[ParallelPlan,
     """The plan and its memory per GPU, without pricing its step: what a search prunes on first."""
     s, tr = prepared.section, prepared.scenario.training
     plan = resolve_plan(request, s.model, prepared.cluster, tr.global_batch, tr.seq_len)
-    return plan, memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe)
+    return plan, memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe,
+                                s.stack.loss_bytes_per_logit)
 
 
 def build_plan(prepared: Prepared, request: PlanRequest,
@@ -298,7 +300,7 @@ def _memory_advice(b: Built, warnings: list[str]) -> list[str]:
     needed = b.memory.required_bytes
     if needed > capacity:
         options = fitting_alternatives(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
-                                       b.finetune, b.fp8_recipe)
+                                       b.finetune, b.fp8_recipe, b.stack.loss_bytes_per_logit)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
         fixes = "; ".join(advice) if advice else "no single change of ZeRO, recompute, pipeline or tensor fits"
         warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
@@ -366,7 +368,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
         step=step, memory=b.memory, memory_advice=advice, finetune=b.finetune, params=model.params,
         trainable_params=trained,
         longest_seq_len=longest_sequence(model, plan, tr.precision, b.stack.attention, gpu.memory_bytes, b.finetune,
-                                         b.fp8_recipe),
+                                         b.fp8_recipe, loss_bytes_per_logit=b.stack.loss_bytes_per_logit),
         power=pw, fabric=fabric, failures=job.failures, segments=job.segments, events=job.events,
         step_timeline=iteration.timeline if iteration else (), warnings=warnings,
         sources={"gpu": gpu.source, "node": cluster.node.source, "model": model.source} | pw.sources())

@@ -5,8 +5,8 @@ prices: the attention kernel, fused or eager elementwise kernels,
 torch.autocast, the precision and collective of the gradient reduction, which
 data-parallel collectives overlap compute, tensor-parallel communication
 overlap, how ZeRO-3 gathers parameters, the cross-entropy kernel, attention
-re-run under selective recomputation, pipeline sends and gradient-buffer
-zeroing. Profiles live in ``catalog/data/stacks.yaml``, each value with its
+re-run under selective recomputation, pipeline sends, gradient-buffer
+zeroing and the bytes the loss holds per logit. Profiles live in ``catalog/data/stacks.yaml``, each value with its
 source (a framework flag, its default, or a paper); ``stack_profile`` reads
 one. A scenario may override any value (docs/scenario.md).
 
@@ -23,6 +23,7 @@ from functools import lru_cache
 from twin import catalog
 from twin.options import (AttentionKernel, BackwardPrefetch, CrossEntropy, GradReduce, KernelStyle, PipelineSends,
                           ShardedGather, Zero1Reduce)
+from twin.workload.memory import LOSS_HELD_BYTES_PER_LOGIT
 
 # PyTorch FSDP defaults (torch.distributed.fsdp.FullyShardedDataParallel): backward_prefetch
 # BackwardPrefetch.BACKWARD_PRE; the next block's all-gather is issued while the current
@@ -53,6 +54,7 @@ class StackProfile:
     reduce_bucket_params: float = 0.0         # per-tensor: gradients reduce-scattered per bucket (0: per unit)
     persistence_threshold_params: float = 0.0  # per-tensor: smaller tensors stay whole, never gathered
     regather_under_recompute: bool = False    # the recomputed forward gathers again, then the backward
+    loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT   # logits and loss tensors held at the loss's peak
 
     def grad_reduce_bytes(self, precision: str) -> float:
         """Bytes per gradient element in the data-parallel reduction."""

@@ -38,10 +38,19 @@ from twin.workload.finetune import (
 from twin.workload.model import ModelSpec
 from twin.workload.plan import ParallelPlan, layers_on_stage
 
-# CUDA context, NCCL communicator buffers and allocator fragmentation that a
-# training process holds beyond its tensors. Assumption (docs/limits.md): the
-# CUDA context alone takes ~0.5 GiB on Hopper and NCCL buffers ~1 GiB at scale.
-RUNTIME_RESERVED_BYTES = 2 * 2**30
+# What a training process holds beyond its tensors (docs/limits.md). Assumptions: the CUDA
+# context with the cuBLAS/cuDNN workspaces ~0.5 GiB on Hopper, and as much again of the caching
+# allocator's fragmentation; NCCL's communicator buffers ~1 GiB at scale. A one-GPU job creates no
+# communicator, so it holds no NCCL buffers (NCCL allocates them in ncclCommInitRank).
+RUNTIME_CONTEXT_BYTES = 1 * 2**30
+NCCL_BUFFER_BYTES = 1 * 2**30
+RUNTIME_RESERVED_BYTES = RUNTIME_CONTEXT_BYTES + NCCL_BUFFER_BYTES
+
+# Bytes per logit held at the loss's peak when the stack does not say otherwise: the 16-bit logits
+# and their fp32 softmax (Megatron's vocabulary-parallel cross-entropy keeps the fp32 exponentials
+# for its backward). Stacks that upcast the whole logits first hold more (catalog stacks.yaml,
+# ``loss_bytes_per_logit``).
+LOSS_HELD_BYTES_PER_LOGIT = 6.0
 
 # FP8 training with NVIDIA Transformer Engine (Hopper). Each linear weight is cast once per
 # step to fp8 and its transpose is kept too (the backward's data-gradient GEMM reads Wᵀ):
@@ -215,12 +224,21 @@ def microbatches_in_flight(plan: ParallelPlan, stage: int) -> float:
     return in_flight
 
 
+def runtime_reserved_bytes(plan: ParallelPlan) -> float:
+    """The process's memory beyond its tensors: CUDA context and fragmentation, NCCL buffers when the
+    job spans more than one GPU."""
+    return RUNTIME_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if plan.gpus > 1 else 0)
+
+
 def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
-                   ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid") -> MemoryBreakdown:
-    """Memory of the fullest GPU: the first stage (most activations) or the last (LM head)."""
+                   ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid",
+                   loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> MemoryBreakdown:
+    """Memory of the fullest GPU: the first stage (most activations) or the last (LM head).
+
+    ``loss_bytes_per_logit``: bytes the loss holds per logit at its peak (the stack's)."""
     best: MemoryBreakdown | None = None
     for stage in sorted({0, plan.pipeline - 1}):
-        breakdown = _stage_memory(model, plan, precision, attention, stage, ft, fp8_recipe)
+        breakdown = _stage_memory(model, plan, precision, attention, stage, ft, fp8_recipe, loss_bytes_per_logit)
         if best is None or breakdown.total_bytes > best.total_bytes:
             best = breakdown
     assert best is not None
@@ -228,7 +246,7 @@ def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attenti
 
 
 def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, stage: int,
-                  ft: FinetuneSpec, fp8_recipe: Fp8Recipe) -> MemoryBreakdown:
+                  ft: FinetuneSpec, fp8_recipe: Fp8Recipe, loss_bytes_per_logit: float) -> MemoryBreakdown:
     fp32 = precision in ("fp32", "tf32")
     _, g_b, o_b = ADAPTER_STATE_BYTES[fp32] if ft.frozen else state_bytes_per_param(precision)
     trained_dense, trained_expert = trainable_stage_params(model, plan, stage, ft)
@@ -250,22 +268,22 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
         activations = layers * in_flight * layer_input + layer_activation_bytes(model, plan, attention, fp8)
     else:
         activations = layers * in_flight * layer_activation_bytes(model, plan, attention, fp8)
-    if stage == plan.pipeline - 1:
-        activations += 6.0 * s * b * model.vocab / t          # bf16 logits and their fp32 softmax
+    loss = loss_bytes_per_logit * s * b * model.vocab / t if stage == plan.pipeline - 1 else 0.0
     weights = sharded(stored_dense + fp8_dense, stored_expert + fp8_expert, 3)
     return MemoryBreakdown(
         weights_bytes=weights + dequant_workspace_bytes(model, plan, precision, ft),
         gradients_bytes=sharded(g_b * trained_dense, g_b * trained_expert, 2),
         optimizer_bytes=sharded(o_b * trained_dense, o_b * trained_expert, 1),
-        activations_bytes=activations * act_scale,
-        runtime_bytes=RUNTIME_RESERVED_BYTES,
+        activations_bytes=(activations + loss) * act_scale,
+        runtime_bytes=runtime_reserved_bytes(plan),
         stage=stage,
         optimizer_paged=ft.paged_optimizer,
     )
 
 
 def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, capacity_bytes: float,
-                     ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid", limit: int = 2**21) -> int:
+                     ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid", limit: int = 2**21,
+                     loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> int:
     """The longest sequence (tokens) whose step fits ``capacity_bytes`` under the same plan; 0 if none.
 
     Memory grows with the sequence: linearly with fused attention (every activation term is
@@ -274,7 +292,7 @@ def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, atten
     """
     def needed(seq_len: int) -> float:
         return memory_per_gpu(model, replace(plan, seq_len=seq_len), precision, attention, ft,
-                              fp8_recipe).required_bytes
+                              fp8_recipe, loss_bytes_per_logit).required_bytes
 
     def fits(seq_len: int) -> bool:
         return needed(seq_len) <= capacity_bytes
@@ -296,7 +314,8 @@ def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, atten
 
 def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str,
                          capacity_bytes: float, gpus_per_node: int, ft: FinetuneSpec = FULL,
-                         fp8_recipe: Fp8Recipe = "hybrid") -> list[tuple[str, float]]:
+                         fp8_recipe: Fp8Recipe = "hybrid",
+                         loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> list[tuple[str, float]]:
     """Nearby plans that fit in ``capacity_bytes``: (description, bytes per GPU)."""
     options: list[tuple[str, ParallelPlan]] = []
     for z in range(plan.zero + 1, 4):
@@ -313,7 +332,8 @@ def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, a
                                                            sequence_parallel=True)))
     fits = []
     for label, alternative in options:
-        total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe).required_bytes
+        total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
+                               loss_bytes_per_logit).required_bytes
         if total <= capacity_bytes:
             fits.append((label, total))
     return fits
