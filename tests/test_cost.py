@@ -162,3 +162,12 @@ def test_money_and_space_prices_parse_once():
     for bad in ("270000", "nan USD", "-5 USD"):
         with pytest.raises(ScenarioError, match="^f: "):
             parse_money(bad, "f")
+
+
+def test_the_report_states_the_electricity_ratio_to_the_usa_and_the_parts():
+    """The seed says electricity is five times dearer in France than in the USA; the data say 1.9×:
+    Eurostat 2024-S2 band ID 0.1446 EUR/kWh against EIA 2023 industrial 8.06 US cents (0.9248 EUR/USD)."""
+    out = twin("run", "scenarios/dgx-finetune.yaml")
+    assert out.returncode == 0, out.stderr
+    assert f"is {0.1446 / (0.0806 * USD_EUR):.1f}× the US price" in out.stdout and "1.9×" in out.stdout
+    assert "= GPU rental" in out.stdout and "+ electricity" in out.stdout

@@ -152,7 +152,8 @@ def parse_money(value: object, field: str) -> tuple[float, str]:
     match = _MONEY_WITH_CURRENCY.match(text)
     amount = float(match.group(1)) * _MONEY_PREFIX[match.group(2)] if match else math.inf
     if not math.isfinite(amount):
-        raise ScenarioError(field, f"'{value}' is not an amount with a currency (write e.g. '270000 USD' or '250k EUR')")
+        raise ScenarioError(field, f"'{value}' is not an amount with a currency "
+                            "(write e.g. '270000 USD' or '250k EUR')")
     currency = match.group(3).upper()
     return amount, "EUR" if currency == "€" else currency
 

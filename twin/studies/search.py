@@ -396,8 +396,8 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     notes = []
     unpriced = sorted({r.option.node for r in fits if r.result.power.hour_price is None})
     if by == "cost" and unpriced:
-        notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is electricity "
-                     "only and they are ranked after the others (write site.gpu_hour_price to price them)")
+        notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is "
+                     "electricity only and they are ranked after the others (write site.gpu_hour_price to price them)")
     return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
 
 
