@@ -171,3 +171,14 @@ def test_the_report_states_the_electricity_ratio_to_the_usa_and_the_parts():
     assert out.returncode == 0, out.stderr
     assert f"is {0.1446 / (0.0806 * USD_EUR):.1f}× the US price" in out.stdout and "1.9×" in out.stdout
     assert "= GPU rental" in out.stdout and "+ electricity" in out.stdout
+
+
+def test_fit_on_owned_hardware_searches_the_nodes_with_a_purchase_price():
+    from twin.studies.search import fit
+
+    owned = with_overrides(TRAINING, {"site.hardware_price": None, "cluster.node": "dgx-h100"})
+    report = fit(parse_scenario(owned, "t"), "cost", max_gpus=1, nodes=["dgx-h100", "l4-8"])
+    assert {r.option.node for r in report.rows} == {"dgx-h100"}
+    assert "only nodes with a catalog purchase price" in report.notes[0]
+    with pytest.raises(ScenarioError, match="^site.hardware_price: owned hardware needs a purchase price"):
+        fit(parse_scenario(owned, "t"), "cost", max_gpus=1, nodes=["l4-8"])

@@ -97,6 +97,11 @@ def ownership_terms(node: str, node_price_eur: float | None = None, life_s: floa
     return OwnershipTerms(node_price_eur, life_s, maintenance_per_year, space_eur_per_w_month, tuple(sources))
 
 
+def owned_nodes() -> list[str]:
+    """The nodes the catalog has a purchase price for (``site.pricing: owned`` without ``hardware_price``)."""
+    return list(catalog.table("ownership")["nodes"])
+
+
 @dataclass(frozen=True)
 class Cost:
     """A cost by part, in euros; ``electricity_eur`` is None where the country's price is unknown."""

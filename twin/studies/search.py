@@ -43,6 +43,7 @@ from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
 from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
                           recompute_levels)
+from twin.power.pricing import owned_nodes
 from twin.results import PlanEstimate, Result
 from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space
@@ -412,4 +413,16 @@ def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None
                        * node_spec(scenario.cluster.node).gpus)
     if max_gpus < 1:
         raise ScenarioError("--max-gpus", f"{max_gpus} is not allowed: at least 1")
-    return search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    site, notes = scenario.site, []
+    if site.pricing == "owned" and site.hardware_price is None:
+        priced = owned_nodes()
+        left = [n for n in nodes or catalog_names("nodes") if n not in priced]
+        nodes = [n for n in nodes or catalog_names("nodes") if n in priced]
+        if not nodes:
+            raise ScenarioError("site.hardware_price", f"owned hardware needs a purchase price: the catalog has one "
+                                f"for {', '.join(priced)}; write site.hardware_price or search those nodes")
+        if left:
+            notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
+                         "write site.hardware_price to price one node of the others")
+    report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    return replace(report, notes=tuple(notes) + report.notes)
