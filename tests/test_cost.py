@@ -158,7 +158,7 @@ def test_pricing_keys_are_checked_at_the_boundary(tmp_path):
 def test_money_and_space_prices_parse_once():
     assert parse_money("270000 USD", "f") == (270_000.0, "USD")
     assert parse_money("250k EUR", "f") == (250_000.0, "EUR")
-    assert parse_price_per_kw_month("184.06 USD/kW-month", "f") == pytest.approx((0.18406, "USD"))
+    assert parse_price_per_kw_month("184.06 USD/kW-month", "f") == (184.06, "USD")
     for bad in ("270000", "nan USD", "-5 USD"):
         with pytest.raises(ScenarioError, match="^f: "):
             parse_money(bad, "f")
@@ -182,3 +182,14 @@ def test_fit_on_owned_hardware_searches_the_nodes_with_a_purchase_price():
     assert "only nodes with a catalog purchase price" in report.notes[0]
     with pytest.raises(ScenarioError, match="^site.hardware_price: owned hardware needs a purchase price"):
         fit(parse_scenario(owned, "t"), "cost", max_gpus=1, nodes=["l4-8"])
+
+
+def test_written_ownership_terms_replace_the_catalogs():
+    """A 100,000 EUR node over 4 years, no maintenance, 100 EUR per kW-month: by hand."""
+    terms = {"site.hardware_price": "100k EUR", "site.hardware_life": 4, "site.maintenance": 0,
+             "site.space_price": "100 EUR/kW-month"}
+    r = simulate(parse_scenario(with_overrides(TRAINING, terms), "t")).to_dict()
+    price = r["power"]["gpu_hour_price_eur"]
+    assert price["gpu"] == pytest.approx(100_000 / (4 * HOURS_PER_YEAR), rel=1e-12)
+    assert price["maintenance"] == 0
+    assert price["space"] == pytest.approx(100 * 0.536 / (HOURS_PER_YEAR / 12), rel=1e-12)

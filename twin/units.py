@@ -159,12 +159,12 @@ def parse_money(value: object, field: str) -> tuple[float, str]:
 
 
 def parse_price_per_kw_month(value: object, field: str) -> tuple[float, str]:
-    """'184 USD/kW-month' → (0.184, 'USD'): a price per watt of provisioned power and month."""
+    """'184 USD/kW-month' → (184.0, 'USD'): a price per kW of provisioned power and month."""
     text = str(value).strip()
     match = re.match(rf"^{_AMOUNT}\s*([A-Za-z]{{3}})\s*/\s*kW[- ]?(?:month|mo)$", text)
     if not match:
         raise ScenarioError(field, f"'{value}' is not a price per kW and month (write e.g. '184 USD/kW-month')")
-    return float(match.group(1)) / 1e3, match.group(2).upper()
+    return float(match.group(1)), match.group(2).upper()
 
 
 def parse_mass_kg(value: object, field: str) -> float:

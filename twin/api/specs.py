@@ -134,7 +134,7 @@ def pricing_of(s: Site) -> PricingRequest:
     """``site.pricing`` and its keys, before a node is chosen."""
     return PricingRequest(pricing=s.pricing, gpu_hour_price=s.gpu_hour_price, hardware_price=s.hardware_price,
                           hardware_life_years=s.hardware_life, maintenance_per_year=s.maintenance,
-                          space_price_per_w_month=s.space_price)
+                          space_price_per_kw_month=s.space_price)
 
 
 def site_of(s: Site, node: NodeSpec) -> SiteSpec:

@@ -149,7 +149,7 @@ class PricingRequest:
     hardware_price: tuple[float, str] | None = None           # per node
     hardware_life_years: float | None = None
     maintenance_per_year: float | None = None
-    space_price_per_w_month: tuple[float, str] | None = None
+    space_price_per_kw_month: tuple[float, str] | None = None
 
 
 # What a result says when the site's GPUs have no price: rental by default, and the list has none for the GPU.
@@ -173,14 +173,14 @@ def hour_price(request: PricingRequest, node: NodeForPrice) -> GpuHourPrice | No
     rental is left to the list and the list has no on-demand price for the GPU (``UNPRICED`` says so)."""
     if request.pricing == "rental":
         return _rented(node, request.gpu_hour_price)
-    hw, space = request.hardware_price, request.space_price_per_w_month
+    hw, space = request.hardware_price, request.space_price_per_kw_month
     terms = ownership_terms(
         node.name,
         node_price_eur=None if hw is None else to_eur(hw[0], hw[1], "site.hardware_price"),
         life_s=None if request.hardware_life_years is None
         else request.hardware_life_years * HOURS_PER_YEAR * SECONDS_PER_HOUR,
         maintenance_per_year=request.maintenance_per_year,
-        space_eur_per_w_month=None if space is None else to_eur(space[0], space[1], "site.space_price"))
+        space_eur_per_w_month=None if space is None else to_eur(space[0], space[1], "site.space_price") / 1e3)
     return owned_price(terms, node.gpus, node.max_power_w)
 
 

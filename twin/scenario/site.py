@@ -16,7 +16,7 @@ from twin.units import parse_money, parse_price_per_gpu_hour, parse_price_per_kw
 MAX_ELECTRICITY_PRICE_PER_KWH = 10.0     # 20x the highest EU industrial prices of 2022 (about 0.5 EUR/kWh)
 MAX_GPU_HOUR_PRICE = 1000.0              # 100x the list price of an H100 GPU-hour (about 10 USD)
 MAX_HARDWARE_PRICE = 1e8                 # 100x a DGX SuperPOD rack; a node costs 0.2-0.5 M USD (catalog ownership.yaml)
-MAX_SPACE_PRICE_PER_W_MONTH = 10.0       # 10,000 per kW-month: 54x the CBRE 2024 average of 184.06 USD/kW-month
+MAX_SPACE_PRICE_PER_KW_MONTH = 10_000.0  # 54x the CBRE 2024 average of 184.06 USD/kW-month
 
 
 def _price_parser(parser, ceiling: float, unit: str, example: str):
@@ -50,7 +50,7 @@ CarbonIntensity = number("carbon_intensity", ge="0", le="2000 g/kWh",
                          why="lignite power is about 1,100 g CO2e/kWh over its life cycle")
 ElectricityPrice = _price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
 HardwarePrice = _price(parse_money, MAX_HARDWARE_PRICE, " per node", "270000 USD")
-SpacePrice = _price(parse_price_per_kw_month, MAX_SPACE_PRICE_PER_W_MONTH, "/W-month", "184 USD/kW-month")
+SpacePrice = _price(parse_price_per_kw_month, MAX_SPACE_PRICE_PER_KW_MONTH, "/kW-month", "184 USD/kW-month")
 MaintenancePerYear = number(ge="0", le="1", why="a fraction of the purchase price a year")
 
 
@@ -101,7 +101,7 @@ class Site(Strict):
     hardware_price: HardwarePrice | None = None            # per node, owned; default catalog ownership.yaml
     hardware_life: LifetimeYears | None = None             # years, owned; default 6
     maintenance: MaintenancePerYear | None = None          # fraction of the price a year, owned; default 0.10
-    space_price: SpacePrice | None = None                  # per W-month (written per kW-month), owned
+    space_price: SpacePrice | None = None                  # per kW of node power and month, owned
     accounting: Accounting = "full"                  # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
     cooling: Cooling | None = None                         # PUE from the climate, replacing pue (docs/building.md)
