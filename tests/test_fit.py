@@ -89,7 +89,8 @@ def test_search_ranks_what_fits_and_says_how_far_the_rest_is():
     assert all(r.least_bytes > r.capacity_bytes for r in misses)
     by_cost = search(scenario, options, "cost")
     costs = [r.result.power.total_cost_eur()["FR"] for r in by_cost.rows if r.result is not None]
-    assert costs == sorted(costs) and by_cost.notes
+    assert costs == sorted(costs) and not by_cost.notes               # l4 and h100-pcie have list prices
+    assert all(r.result.power.cost().includes == ("gpu", "electricity") for r in by_cost.rows if r.result)
 
 
 def test_fit_prints_a_table_and_json():

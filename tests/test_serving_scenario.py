@@ -111,8 +111,10 @@ def test_the_record_holds_the_documented_keys_and_is_deterministic():
 
 
 def test_per_million_figures_follow_power_and_throughput():
-    """energy = IT power × 10⁶ / output tokens/s × PUE; carbon = energy × intensity; cost = energy × price."""
-    r = answer(**{"site.electricity_price": "0.20 EUR/kWh", "site.carbon_intensity": "100 g/kWh"}).to_dict()
+    """energy = IT power × 10⁶ / output tokens/s × PUE; carbon = energy × intensity; cost = energy × price
+    (GPUs free, to see the electricity alone)."""
+    r = answer(**{"site.electricity_price": "0.20 EUR/kWh", "site.carbon_intensity": "100 g/kWh",
+                  "site.gpu_hour_price": "0 EUR/GPU-h"}).to_dict()
     it_kwh = r["avg_power_it_w"] * 1e6 / r["output_tokens_per_s"] / JOULES_PER_KWH
     assert r["energy_per_million_output_tokens_it_kwh"] == pytest.approx(it_kwh)
     assert r["energy_per_million_output_tokens_kwh"] == pytest.approx(it_kwh * 1.25)

@@ -237,7 +237,8 @@ def test_constraints_reject_plans_and_cluster_options_are_searched():
     assert found.options == 2 and found.plans_rejected > 0
     assert all(p.estimate.time_to_train_s <= 3 * 86400 for p in found.plans)
     assert all(p.option["cluster.nodes"] in (1, 2) for p in found.plans)
-    assert "median on-demand list price" in found.notes[0]
+    # the site rents at the median list price by default: every plan's cost holds its GPU time
+    assert all(p.estimate.cost_parts.includes == ("gpu", "electricity") for p in found.plans)
     costs = [p.estimate.cost_eur for p in found.plans]
     assert costs == sorted(costs)
     with pytest.raises(ScenarioError, match="^--vary: training.parallelism is what the search varies"):

@@ -68,6 +68,8 @@ AllReduceKernels = Literal["custom", "nccl"]
 EmbodiedMethod = Literal["bloom", "llmcarbon"]
 # full: every device of the site; gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers).
 Accounting = Literal["full", "gpu-tdp"]
+# How the site pays for its GPUs (site.pricing, docs/power.md "Cost"): rented by the hour, or owned.
+Pricing = Literal["rental", "owned"]
 
 # -- many jobs on one cluster (jobs.scheduler) -----------------------------------------------
 SchedulerPolicy = Literal["fifo", "backfill", "priority"]
@@ -101,6 +103,7 @@ BATCH_SCHEDULERS: tuple[BatchScheduler, ...] = get_args(BatchScheduler)
 OFFLOADS: tuple[Offload, ...] = get_args(Offload)
 EMBODIED_METHODS: tuple[EmbodiedMethod, ...] = get_args(EmbodiedMethod)
 ACCOUNTINGS: tuple[Accounting, ...] = get_args(Accounting)
+PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 SCHEDULER_POLICIES: tuple[SchedulerPolicy, ...] = get_args(SchedulerPolicy)
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)

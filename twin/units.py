@@ -155,6 +155,30 @@ def parse_money_eur(value: object, field: str) -> float:
     return amount
 
 
+_MONEY_WITH_CURRENCY = re.compile(rf"^\s*{_AMOUNT}\s*([kKMB]?)\s*([A-Za-z]{{3}}|€)\s*$")
+
+
+def parse_money(value: object, field: str) -> tuple[float, str]:
+    """An amount with its currency: '270000 USD' → (270000.0, 'USD'), '250k EUR' → (250000.0, 'EUR')."""
+    text = value if isinstance(value, str) else ""
+    match = _MONEY_WITH_CURRENCY.match(text)
+    amount = float(match.group(1)) * _MONEY_PREFIX[match.group(2)] if match else math.inf
+    if not math.isfinite(amount):
+        raise ScenarioError(field, f"'{value}' is not an amount with a currency "
+                            "(write e.g. '270000 USD' or '250k EUR')")
+    currency = match.group(3).upper()
+    return amount, "EUR" if currency == "€" else currency
+
+
+def parse_price_per_kw_month(value: object, field: str) -> tuple[float, str]:
+    """'184 USD/kW-month' → (184.0, 'USD'): a price per kW of provisioned power and month."""
+    text = str(value).strip()
+    match = re.match(rf"^{_AMOUNT}\s*([A-Za-z]{{3}})\s*/\s*kW[- ]?(?:month|mo)$", text)
+    if not match:
+        raise ScenarioError(field, f"'{value}' is not a price per kW and month (write e.g. '184 USD/kW-month')")
+    return float(match.group(1)), match.group(2).upper()
+
+
 def parse_mass_kg(value: object, field: str) -> float:
     """A mass in kilograms: '500t' → 5e5, '20000 kg' → 2e4, '1.5 kt' → 1.5e6 (a unit is required)."""
     match = _MASS.match(value) if isinstance(value, str) else None

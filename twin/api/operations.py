@@ -315,7 +315,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         raise ScenarioError("jobs", "no job left to run (see the warnings: every trace job was left out)")
     check_queue_work(requests, cluster.work_gpus, "jobs.generator" if jb.generator is not None else "jobs")
 
-    site = site_of(scenario.site, cluster.node.gpu.name)
+    site = site_of(scenario.site, cluster.node)
     grids = _grids(scenario, site, warnings)
     site_clock = CarbonClock(grids[0].shape, carbon.start_month) if carbon.aware and grids[0].hourly else None
     if carbon.aware and site_clock is None:
@@ -335,7 +335,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
 
     def play(clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
         run = simulate_cluster(cluster, steps, requests, shapes.built, services, spec, failures, power, infra_w, clock)
-        return run, account(run, site.pue, grids, carbon.start_month, site.gpu_hour_price)
+        return run, account(run, site.pue, grids, carbon.start_month, site.price)
 
     run, accounts = play(site_clock)
     aware = None

@@ -13,12 +13,15 @@ from dataclasses import dataclass, replace
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.hardware.specs import ClusterSpec
-from twin.power.serving import serving_power
+from twin.power.api_prices import ApiComparison, compare_apis
+from twin.power.serving import ServingPower, serving_power
+from twin.power.site import SiteSpec
 from twin.results import CapacityResult, ServingResult
 from twin.scenario import Scenario
 from twin.serving.capacity import capacity as capacity_search
-from twin.serving.capacity import Sizing, sizing
-from twin.serving.deployment import Replica, ServingSpec, fitting_changes, memory_problem, replica, simulate
+from twin.serving.capacity import Capacity, Sizing, sizing
+from twin.serving.deployment import (Replica, ServingRun, ServingSpec, fitting_changes, memory_problem, replica,
+                                     simulate)
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,9 @@ def simulate_serving(scenario: Scenario) -> ServingResult:
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
     spec, rep, cluster = d.spec, d.replica, d.cluster
-    node, site = cluster.node, site_of(scenario.site, cluster.node.gpu.name)
+    node, site = cluster.node, site_of(scenario.site, cluster.node)
     problem = memory_problem(spec, rep.memory)
-    warnings, advice = [], []
+    warnings, advice = [f"{d.where}: {site.price_warning}"] if site.price_warning else [], []
     run = power = None
     if problem:
         advice = fitting_changes(spec, node.gpu, node.gpus)
@@ -74,10 +77,7 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
                         + ("; ".join(advice) if advice else "no single change of tensor, precision or MIG fits"))
     else:
         run = simulate(spec, rep)
-        power = serving_power(node, rep.gpu, rep.profile, rep.devices_used, rep.gpus_used, run.engine,
-                              run.output_tokens_per_s, site.pue, [site.country, *site.compare],
-                              site.carbon_intensity_g_per_kwh, site.electricity_price, site.gpu_hour_price,
-                              cluster.gpu_power_cap_w)
+        power = _power(d, site, run)
         if spec.slo.any and not run.slo_met:
             warnings.append(f"{d.where}: the SLO is not met at {_rate(run.rate_per_s)}: p99 TTFT "
                             f"{run.ttft_s.p99:.3g} s, p99 TPOT {run.tpot_s.p99 * 1e3:.3g} ms; "
@@ -97,8 +97,26 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
         instances_used=rep.devices_used, memory=rep.memory, memory_fits=problem is None,
         rate_per_s=spec.load.rate_per_s, slo=spec.slo,
         country=site.country, pue=site.pue, run=run, power=power, memory_advice=advice, warnings=warnings,
-        sources=sources,
+        sources=sources, api_comparison=_apis(spec, power),
     )
+
+
+def _power(d: Deployment, site: SiteSpec, run: ServingRun) -> ServingPower:
+    """Power, energy, carbon and cost per million output tokens of ``d`` over ``run``, at ``site``."""
+    rep, cluster = d.replica, d.cluster
+    return serving_power(cluster.node, rep.gpu, rep.profile, rep.devices_used, rep.gpus_used, run.engine,
+                         run.output_tokens_per_s, site.pue, [site.country, *site.compare],
+                         site.carbon_intensity_g_per_kwh, site.electricity_price, site.price,
+                         cluster.gpu_power_cap_w, run.tokens_per_s - run.output_tokens_per_s)
+
+
+def _apis(spec: ServingSpec, power: ServingPower | None,
+          capacity_rate_per_s: float | None = None) -> tuple[ApiComparison, ...]:
+    """Self-hosting against the hosted APIs of the model, where the site's total is known."""
+    total = power.cost.total_eur if power is not None and power.cost is not None else None
+    if total is None:
+        return ()
+    return tuple(compare_apis(spec.model.name, power.input_per_output_token, total, capacity_rate_per_s))
 
 
 def _count(n: int, noun: str) -> str:
@@ -142,6 +160,15 @@ def _capacity(scenario: Scenario, d: Deployment, target_rate_per_s: float | None
     if size is not None and size.replicas > rep.replicas:
         warnings.append(f"{d.where}: {_rate(target_rate_per_s)} needs {size.replicas:,} replicas; the cluster "
                         f"holds {rep.replicas:,}")
+    best = _at_capacity(cap)
+    power = None if best is None else _power(d, site_of(scenario.site, d.cluster.node), best)
+    apis = _apis(d.spec, power, cap.rate_per_s if cap else None)
     return CapacityResult(scenario=scenario.name, label=d.label, capacity=cap, replicas=rep.replicas,
                           devices_per_replica=rep.devices, instances_per_gpu=instances, slo=d.spec.slo,
-                          sizing=size, warnings=warnings)
+                          sizing=size, warnings=warnings, power=power, api_comparison=apis)
+
+
+def _at_capacity(cap: Capacity | None) -> ServingRun | None:
+    """The trial at the capacity rate (the fastest that meets the SLO), for its cost; None without one."""
+    met = [run for run in (cap.sweep if cap else ()) if run.slo_met and run.rate_per_s is not None]
+    return max(met, key=lambda run: run.rate_per_s) if met else None

@@ -12,11 +12,11 @@ from typing import Literal
 
 from twin.engine.stack import StackProfile, stack_profile
 from twin.errors import ScenarioError
-from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, nic_bound_storage, node_spec
+from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, NodeSpec, nic_bound_storage, node_spec
 from twin.jobs.checkpoint import CheckpointPolicy
 from twin.jobs.failures import FailurePolicy
 from twin.options import KVPrecision, ServingPrecision
-from twin.power.prices import gpu_hour_price
+from twin.power.pricing import UNPRICED, NodeForPrice, PricingRequest, hour_price
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
@@ -130,17 +130,21 @@ def failure_policy_of(f: Failures, c: Cluster) -> FailurePolicy:
     )
 
 
-def site_of(s: Site, gpu: str) -> SiteSpec:
-    """The site; a GPU-hour price named by provider (or ``list``) is looked up for ``gpu`` in the price table."""
+def pricing_of(s: Site) -> PricingRequest:
+    """``site.pricing`` and its keys, before a node is chosen."""
+    return PricingRequest(pricing=s.pricing, gpu_hour_price=s.gpu_hour_price, hardware_price=s.hardware_price,
+                          hardware_life_years=s.hardware_life, maintenance_per_year=s.maintenance,
+                          space_price_per_kw_month=s.space_price)
+
+
+def site_of(s: Site, node: NodeSpec) -> SiteSpec:
+    """The site, with the price of one GPU-hour of ``node`` resolved (rented or owned, power/pricing.py)."""
     e = s.embodied
-    price, price_source = s.gpu_hour_price, None
-    if isinstance(price, str):
-        listed = gpu_hour_price(gpu, price)
-        price, price_source = (listed.amount, listed.currency), listed.source
+    price = hour_price(pricing_of(s), NodeForPrice(node.name, node.gpu.name, node.gpus, node.max_power_w))
     return SiteSpec(
         country=s.country, pue=s.pue, compare=tuple(s.compare), carbon_intensity_g_per_kwh=s.carbon_intensity,
-        electricity_price=s.electricity_price, gpu_hour_price=price, gpu_hour_price_source=price_source,
-        accounting=s.accounting,
+        electricity_price=s.electricity_price, price=price, accounting=s.accounting,
+        price_warning=UNPRICED.format(gpu=node.gpu.name) if price is None else None,
         embodied=EmbodiedRequest(e.method, e.gpu_kg, e.server_kg, e.lifetime_years, e.utilization)
         if e.enabled else None,
     )

@@ -135,7 +135,7 @@ class Prepared:
     @cached_property
     def facility(self) -> Facility:
         """The cluster at its site, its own country only: what ``estimate`` charges a run."""
-        site = replace(site_of(self.scenario.site, self.cluster.node.gpu.name), compare=())
+        site = replace(site_of(self.scenario.site, self.cluster.node), compare=())
         return facility(self.cluster, site, CommModel(self.cluster, self.efficiency).summary())
 
 
@@ -210,7 +210,7 @@ def estimate(prepared: Prepared, request: PlanRequest,
         time_to_train_s=ideal_s, gpu_hours=plan.gpus * ideal_s / SECONDS_PER_HOUR,
         energy_facility_kwh=pw.energy_facility_kwh, peak_power_it_w=pw.peak_power_it_w,
         country=site.code, carbon_kg=site.carbon_kg, cost_eur=site.total_cost_eur,
-        rental_cost_eur=pw.rental_cost_eur)
+        rental_cost_eur=pw.rental_cost_eur, cost_parts=pw.cost())
 
 
 def _model_flops(b: Built) -> float:
@@ -356,7 +356,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     advice = _memory_advice(b, warnings)
     warnings += _plan_warnings(b, trained)
     fabric = b.comm.summary()
-    pw = assess(cluster, step, plan.gpus, site_of(sc.site, gpu.name), job.time_s, job.segments, fabric)
+    pw = assess(cluster, step, plan.gpus, site_of(sc.site, cluster.node), job.time_s, job.segments, fabric)
     warnings.extend(pw.warnings)
     return TrainingResult(
         scenario=sc.name, gpus_total=cluster.gpus, gpus_used=plan.gpus, step_time_s=step.step_s, **rates,

@@ -20,6 +20,7 @@ import numpy as np
 
 from twin.operations.records import ClusterRun
 from twin.power.cost import rental_cost_eur
+from twin.power.pricing import Cost, GpuHourPrice, cost
 from twin.power.country import carbon_intensity, electricity_price, site_and_compared
 from twin.power.hourly import CarbonClock, HourlyShape, flat_shape
 from twin.units import JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -77,6 +78,13 @@ class Accounts:
     overhead: Charge                           # the cluster less the jobs: idle nodes, spares, repairs, fabric
     countries: tuple[CountryGrid, ...]
     pue: float
+    price: GpuHourPrice | None = None          # the site's GPU-hour (power/pricing.py)
+
+    def cost(self, charge: Charge) -> Cost | None:
+        """``charge`` at the site by part (GPU, maintenance, space, electricity); None when GPUs are not priced."""
+        if self.price is None:
+            return None
+        return cost(self.price, charge.gpu_hours, charge.energy_facility_kwh, self.countries[0].price_eur_per_kwh)
 
 
 def _weighted_seconds(clock: CarbonClock, start: np.ndarray, end: np.ndarray, horizon_s: float) -> np.ndarray:
@@ -87,7 +95,7 @@ def _weighted_seconds(clock: CarbonClock, start: np.ndarray, end: np.ndarray, ho
 
 
 def account(run: ClusterRun, pue: float, grids: list[CountryGrid], start_month: int,
-            gpu_hour_price: tuple[float, str] | None) -> Accounts:
+            price: GpuHourPrice | None) -> Accounts:
     """Charges per job, per tenant and for the cluster in every country of ``grids``."""
     seg = run.segments
     n = len(run.jobs)
@@ -104,7 +112,7 @@ def account(run: ClusterRun, pue: float, grids: list[CountryGrid], start_month: 
         return Charge(it_j / JOULES_PER_KWH, facility, gpu_h, {c: v / GRAMS_PER_KG for c, v in g_by_code.items()},
                       {g.code: facility * g.price_eur_per_kwh if g.price_eur_per_kwh is not None else None
                        for g in grids},
-                      rental_cost_eur(gpu_hour_price, gpu_h))
+                      rental_cost_eur(price, gpu_h))
 
     jobs = tuple(charge(float(joules[i]), {c: float(grams[c][i]) for c in grams}, float(held_h[i])) for i in range(n))
     tenants: dict[str, Charge] = {}
@@ -122,7 +130,7 @@ def account(run: ClusterRun, pue: float, grids: list[CountryGrid], start_month: 
     cluster = charge(it_j, cluster_g, total_gpu_h)
     overhead = charge(it_j - float(joules.sum()), {c: cluster_g[c] - float(grams[c].sum()) for c in grams},
                       total_gpu_h - float(held_h.sum()))
-    return Accounts(jobs, tenants, cluster, overhead, tuple(grids), pue)
+    return Accounts(jobs, tenants, cluster, overhead, tuple(grids), pue, price)
 
 
 def idle_tail_kg(run: ClusterRun, pue: float, grids: list[CountryGrid], start_month: int,

@@ -32,6 +32,7 @@ from twin.power.energy import (
 )
 from twin.power.devices import NodePower, node_power
 from twin.power.infrastructure import Infrastructure, infrastructure
+from twin.power.pricing import Cost, GpuHourPrice, cost
 from twin.power.rack import RackPower, rack_power, rack_warning
 from twin.power.site import SiteSpec
 from twin.units import JOULES_PER_KWH
@@ -57,7 +58,7 @@ class PowerAssessment:
     embodied: Embodied | None
     rental_cost_eur: float | None
     warnings: list[str] = field(default_factory=list)
-    rental_source: str | None = None     # the price table's row, when the GPU-hour price comes from it
+    hour_price: GpuHourPrice | None = None    # the site's GPU-hour, rented or owned (power/pricing.py)
 
     @property
     def site(self) -> CountryFigures:
@@ -85,9 +86,15 @@ class PowerAssessment:
             out[f"electricity_price.{c.code}"] = c.price_source
         if self.embodied:
             out["embodied_carbon"] = self.embodied.spec.source
-        if self.rental_source:
-            out["gpu_hour_price"] = self.rental_source
+        if self.hour_price is not None and self.hour_price.sources:
+            out["gpu_hour_price"] = "; ".join(self.hour_price.sources)
         return out
+
+    def cost(self) -> Cost | None:
+        """The site's cost by part (GPU, maintenance, space, electricity); None when GPUs are not priced."""
+        if self.hour_price is None:
+            return None
+        return cost(self.hour_price, self.reserved_gpu_hours, self.energy_facility_kwh, self.site.price_eur_per_kwh)
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,7 @@ def assess_at(f: Facility, step: StepBreakdown, gpus_used: int, time_s: float,
     cluster, site, infra = f.cluster, f.site, f.infrastructure
     power = cluster_power(cluster, step, gpus_used, infra.total_w, f.node)
     racks = rack_power(power, cluster.nodes_per_rack, cluster.rack_power_limit_w)
-    warnings = [w for w in [rack_warning(racks, power, cluster.node.name)] if w]
+    warnings = [w for w in [rack_warning(racks, power, cluster.node.name), site.price_warning] if w]
     gpu = cluster.node.gpu
     if cluster.gpu_power_cap_w is not None and cluster.gpu_power_cap_w >= gpu.tdp_w:
         warnings.append(f"gpu_power_cap {cluster.gpu_power_cap_w:.0f} W is at or above the {gpu.name} TDP "
@@ -136,7 +143,7 @@ def assess_at(f: Facility, step: StepBreakdown, gpus_used: int, time_s: float,
     avg_w = it_kwh * JOULES_PER_KWH / wall_s if wall_s > 0 else 0.0
 
     reserved_gpu_hours = gpu_hours(cluster.gpus, wall_s)       # every GPU of the cluster, spares included
-    rental = rental_cost_eur(site.gpu_hour_price, reserved_gpu_hours)
+    rental = rental_cost_eur(site.price, reserved_gpu_hours)
     countries = country_figures(f.rates, facility_kwh, rental)
     emb = None
     asked = site.embodied
@@ -161,5 +168,5 @@ def assess_at(f: Facility, step: StepBreakdown, gpus_used: int, time_s: float,
         embodied=emb,
         rental_cost_eur=rental,
         warnings=warnings,
-        rental_source=site.gpu_hour_price_source,
+        hour_price=site.price,
     )

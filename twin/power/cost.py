@@ -2,16 +2,18 @@
 
 Operational carbon = facility energy × the country's grid intensity (codecarbon's
 dataset, or the scenario's override for the site). Energy cost = facility energy ×
-the country's electricity price. Rental cost = reserved GPU-hours × the scenario's
-price per GPU-hour (taken as excluding electricity; a quote that includes it
-should come with ``electricity_price: 0 EUR/kWh``). Total cost = energy + rental.
+the country's electricity price. GPU cost (``rental_cost_eur``) = reserved GPU-hours ×
+the site's price of a GPU-hour (``power/pricing.py``: rented, or owned with its
+maintenance and space; taken as excluding electricity, so a quote that includes it
+should come with ``electricity_price: 0 EUR/kWh``). Total cost = energy + GPU cost.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.power.country import carbon_intensity, electricity_price, site_and_compared, to_eur
+from twin.power.country import carbon_intensity, electricity_price, site_and_compared
+from twin.power.pricing import GpuHourPrice
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,11 @@ class CountryFigures:
     total_cost_eur: float | None      # energy + rental (None when the energy price is unknown)
 
 
-def rental_cost_eur(gpu_hour_price: tuple[float, str] | None, reserved_gpu_hours: float) -> float | None:
-    if gpu_hour_price is None:
+def rental_cost_eur(price: GpuHourPrice | None, reserved_gpu_hours: float) -> float | None:
+    """What holding ``reserved_gpu_hours`` costs, every part but electricity; None when GPUs are not priced."""
+    if price is None:
         return None
-    amount, currency = gpu_hour_price
-    return reserved_gpu_hours * to_eur(amount, currency, "site.gpu_hour_price")
+    return reserved_gpu_hours * price.total_eur
 
 
 @dataclass(frozen=True)

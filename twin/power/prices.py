@@ -31,6 +31,11 @@ def providers() -> list[str]:
     return list(dict.fromkeys(row["provider"] for row in catalog.table("prices").values()))
 
 
+def listed_gpus() -> set[str]:
+    """The GPUs with at least one on-demand price in the table (``list`` has a median for them)."""
+    return {row["gpu"] for row in catalog.table("prices").values() if row["offer"] == "on-demand"}
+
+
 def _per_gpu_hour(row: dict) -> float:
     return float(row["price"]) / int(row["gpus"])
 

@@ -56,7 +56,8 @@ class OwnershipTerms:
 
 
 def rental_price(price_eur_per_gpu_hour: float, source: str) -> GpuHourPrice:
-    return GpuHourPrice("rental", price_eur_per_gpu_hour, sources=(source,))
+    """A rented GPU-hour, all of it in the ``gpu`` part; ``source`` empty for a price the scenario writes."""
+    return GpuHourPrice("rental", price_eur_per_gpu_hour, sources=(source,) if source else ())
 
 
 def owned_price(terms: OwnershipTerms, gpus_per_node: int, node_max_power_w: float) -> GpuHourPrice:
@@ -96,6 +97,11 @@ def ownership_terms(node: str, node_price_eur: float | None = None, life_s: floa
     return OwnershipTerms(node_price_eur, life_s, maintenance_per_year, space_eur_per_w_month, tuple(sources))
 
 
+def owned_nodes() -> list[str]:
+    """The nodes the catalog has a purchase price for (``site.pricing: owned`` without ``hardware_price``)."""
+    return list(catalog.table("ownership")["nodes"])
+
+
 @dataclass(frozen=True)
 class Cost:
     """A cost by part, in euros; ``electricity_eur`` is None where the country's price is unknown."""
@@ -124,3 +130,62 @@ def cost(price: GpuHourPrice, gpu_hours: float, facility_kwh: float, eur_per_kwh
     electricity = None if eur_per_kwh is None else facility_kwh * eur_per_kwh
     return Cost(price.pricing, gpu_hours * price.gpu_eur, gpu_hours * price.maintenance_eur,
                 gpu_hours * price.space_eur, electricity)
+
+
+@dataclass(frozen=True)
+class NodeForPrice:
+    """What owning a node's hour depends on: its catalog name, its GPUs and its provisioned power."""
+    name: str
+    gpu: str
+    gpus: int
+    max_power_w: float
+
+
+@dataclass(frozen=True)
+class PricingRequest:
+    """``site.pricing`` and its keys as the scenario writes them (amounts with their currencies)."""
+    pricing: str = "rental"
+    gpu_hour_price: tuple[float, str] | str | None = None     # a price, a provider, 'list', or None: 'list'
+    hardware_price: tuple[float, str] | None = None           # per node
+    hardware_life_years: float | None = None
+    maintenance_per_year: float | None = None
+    space_price_per_kw_month: tuple[float, str] | None = None
+
+
+# What a result says when the site's GPUs have no price: rental by default, and the list has none for the GPU.
+UNPRICED = ("the price list has no on-demand price for {gpu}, and site.gpu_hour_price is not written: GPU time "
+            "is not counted in the cost (write a price, e.g. '2.50 USD/GPU-h', or set site.pricing: owned)")
+
+
+def _rented(node: NodeForPrice, written: tuple[float, str] | str | None) -> GpuHourPrice | None:
+    from twin.power.prices import LIST, gpu_hour_price, listed_gpus     # the price list: only where rental asks
+
+    if isinstance(written, tuple):
+        return rental_price(to_eur(written[0], written[1], "site.gpu_hour_price"), "")
+    if written is None and node.gpu not in listed_gpus():
+        return None
+    listed = gpu_hour_price(node.gpu, written or LIST)
+    return rental_price(to_eur(listed.amount, listed.currency, "catalog prices"), listed.source)
+
+
+def hour_price(request: PricingRequest, node: NodeForPrice) -> GpuHourPrice | None:
+    """The site's price of one GPU-hour of ``node``: rented (default: the list median) or owned; None when
+    rental is left to the list and the list has no on-demand price for the GPU (``UNPRICED`` says so)."""
+    if request.pricing == "rental":
+        return _rented(node, request.gpu_hour_price)
+    hw, space = request.hardware_price, request.space_price_per_kw_month
+    terms = ownership_terms(
+        node.name,
+        node_price_eur=None if hw is None else to_eur(hw[0], hw[1], "site.hardware_price"),
+        life_s=None if request.hardware_life_years is None
+        else request.hardware_life_years * HOURS_PER_YEAR * SECONDS_PER_HOUR,
+        maintenance_per_year=request.maintenance_per_year,
+        space_eur_per_w_month=None if space is None else to_eur(space[0], space[1], "site.space_price") / 1e3)
+    return owned_price(terms, node.gpus, node.max_power_w)
+
+
+def cost_parts(c: Cost) -> dict:
+    """A cost as the records show it: each part, the total, which parts it includes and how GPUs are paid."""
+    return {"gpu": c.gpu_eur, "maintenance": c.maintenance_eur, "space": c.space_eur,
+            "electricity": c.electricity_eur, "total": c.total_eur, "includes": list(c.includes),
+            "pricing": c.pricing}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.options import Accounting, EmbodiedMethod
+from twin.power.pricing import GpuHourPrice
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class SiteSpec:
     compare: tuple[str, ...] = ()            # further countries to report carbon and cost for
     carbon_intensity_g_per_kwh: float | None = None      # overrides the dataset for the site
     electricity_price: tuple[float, str] | None = None   # (amount per kWh, currency), site only
-    gpu_hour_price: tuple[float, str] | None = None      # (amount per GPU-hour, currency)
-    gpu_hour_price_source: str | None = None             # where a price from the price table comes from
+    price: GpuHourPrice | None = None        # one GPU-hour, rented or owned (power/pricing.py); None: not priced
+    price_warning: str | None = None         # why the GPUs are not priced, for the result's warnings
     accounting: Accounting = "full"          # gpu-tdp: (GPU-hours x TDP, as the LLaMA and BLOOM papers)
     embodied: EmbodiedRequest | None = None  # None: embodied carbon not charged

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.formatting import fmt_money_eur
 from twin.report.format import ms, rate, slo, table
 
 
@@ -20,6 +21,30 @@ def _capacity_row(r: dict[str, Any]) -> list[str]:
     return row
 
 
+def _api_rows(r: dict[str, Any]) -> list[list[str]]:
+    """Self-hosting at capacity against each hosted API of the model (``api_comparison``)."""
+    cost = r.get("cost_eur")
+    if not cost:
+        return []
+    own = [f"{fmt_money_eur(cost['per_million_input_tokens'])} / {fmt_money_eur(cost['per_million_output_tokens'])}"]
+    return [[r["label"]] + own + [
+        f"{c['api']} ({c['date']})", fmt_money_eur(c["api_eur_per_million_output_tokens"]),
+        fmt_money_eur(c["self_hosted_eur_per_million_output_tokens"]),
+        "self-hosting" if c["cheaper"] == "self-hosted" else "the API",
+        rate(c["break_even_rate_per_s"]) if c["break_even_rate_per_s"] is not None else "never"]
+        for c in r.get("api_comparison") or []]
+
+
+def _api_section(r: dict[str, Any]) -> list[str]:
+    rows = [row for x in [r, *(r.get("alternatives") or [])] for row in _api_rows(x)]
+    if not rows:
+        return []
+    includes = " + ".join(r["cost_eur"]["includes"]) if r.get("cost_eur") else ""
+    return ["", f"Self-host or API, at capacity (cost: {includes}; per million output tokens of this workload's mix)",
+            "", table(rows, ["deployment", "self-hosted per M input / output", "API (price date)", "API",
+                             "self-hosted", "cheaper", "self-hosting cheaper from"])]
+
+
 def capacity_summary(record: dict[str, Any]) -> str:
     """The terminal summary of ``python -m twin capacity`` (``CapacityResult.to_dict()``)."""
     r = record
@@ -30,6 +55,7 @@ def capacity_summary(record: dict[str, Any]) -> str:
     if target:
         header.append(f"for {rate(target['target_rate_per_s'])}")
     out += ["", table(rows, header)]
+    out += _api_section(r)
     sweep = r["sweep"]
     if sweep:
         out += ["", f"Bisection of {r['label']}", ""]

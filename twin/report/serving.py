@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.formatting import fmt_money_eur
 from twin.report.format import ms, rate, slo, table, triple
 from twin.units import fmt_bytes, fmt_si
 
@@ -42,6 +43,16 @@ def _run_lines(r: dict[str, Any]) -> list[str]:
                f"({r['energy_per_million_output_tokens_it_kwh']:.3g} kWh IT × PUE {r['pue']:.2f}) per million "
                "output tokens" + (f"; GPU rental {p['rental_per_million_output_tokens_eur']:,.3g} EUR"
                                   if p["rental_per_million_output_tokens_eur"] is not None else ""))
+    c = r.get("cost_eur")
+    if c and c["per_million_input_tokens"] is not None:
+        out.append(f"Cost          {fmt_money_eur(c['per_million_input_tokens'])} per million input tokens, "
+                   f"{fmt_money_eur(c['per_million_output_tokens'])} per million output tokens at the site "
+                   f"({' + '.join(c['includes'])}; GPU time split by prefill and decode work)")
+    for a in r.get("api_comparison") or []:
+        api, own = a["api_eur_per_million_output_tokens"], a["self_hosted_eur_per_million_output_tokens"]
+        winner = "self-hosting" if a["cheaper"] == "self-hosted" else "the API"
+        out.append(f"API           {a['api']} ({a['date']}): {fmt_money_eur(api)} per million output tokens of this "
+                   f"mix against {fmt_money_eur(own)} self-hosted: {winner} is cheaper at this rate")
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin.engine.step import PART_LABELS
+from twin.formatting import fmt_money_eur
 from twin.report.format import METHOD_NAMES, eur, mass, table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
@@ -94,6 +95,28 @@ def _power_lines(r: dict[str, Any]) -> list[str]:
     return out
 
 
+# The parts of a cost, as the report names them (docs/power.md, "Cost").
+PART_NAMES = {"rental": {"gpu": "GPU rental"},
+              "owned": {"gpu": "hardware write-off", "maintenance": "maintenance", "space": "space"}}
+
+
+def _parts_lines(r: dict[str, Any]) -> list[str]:
+    """The site's cost and what it is made of (``cost_eur``)."""
+    c = r["cost_eur"]
+    names = PART_NAMES[c["pricing"]] | {"electricity": "electricity"}
+    parts = " + ".join(f"{names[k]} {fmt_money_eur(c[k])}" for k in c["includes"])
+    return [f"Cost          {fmt_money_eur(c['total'])} at the site = {parts}"]
+
+
+def _ratio_lines(r: dict[str, Any]) -> list[str]:
+    """The site's electricity price against the USA's, where both are known and the USA is compared."""
+    prices, site = r["electricity_price_eur_per_kwh"], r["country"]
+    if site == "US" or prices.get("US") is None or prices.get(site) is None:
+        return []
+    return [f"Electricity   {site} {prices[site]:.3f} EUR/kWh is {prices[site] / prices['US']:.1f}× the US price "
+            f"({prices['US']:.3f} EUR/kWh; sources: docs/power.md, \"Electricity prices\")"]
+
+
 def _cost_lines(r: dict[str, Any]) -> list[str]:
     """Embodied carbon, GPU rental, and carbon and cost in each country."""
     out = []
@@ -102,8 +125,11 @@ def _cost_lines(r: dict[str, Any]) -> list[str]:
         amount = f"{embodied / 1e3:,.1f} t" if embodied >= 1e3 else f"{embodied:,.0f} kg"
         out.append(f"Embodied      {amount} CO2e (hardware, amortised over its lifetime)")
     rental = r["rental_cost_eur"]
-    if rental is not None:
+    if r.get("cost_eur"):
+        out += _parts_lines(r)
+    elif rental is not None:
         out.append(f"GPU rental    {rental:,.0f} EUR")
+    out += _ratio_lines(r)
     rows = []
     for code, kg in r["carbon_kg"].items():
         price = r["electricity_price_eur_per_kwh"].get(code)
@@ -112,6 +138,10 @@ def _cost_lines(r: dict[str, Any]) -> list[str]:
                      f"{price:.3f} EUR/kWh" if price is not None else "n/a", eur(r["energy_cost_eur"].get(code))]
                     + ([eur(r["total_cost_eur"].get(code))] if rental is not None else []))
     header = ["country", "intensity", "carbon", "electricity", "energy cost"]
+    if rental is not None and r.get("cost_eur"):
+        names = PART_NAMES[r["cost_eur"]["pricing"]]
+        held = " + ".join(names[k] for k in r["cost_eur"]["includes"] if k in names)
+        return out + ["", table(rows, header + [f"total ({held} + electricity)"])]
     return out + ["", table(rows, header + (["total cost"] if rental is not None else []))]
 
 

@@ -15,6 +15,7 @@ from twin.operations.accounting import Accounts, Charge
 from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Timeline, Utilisation, Waits
+from twin.power.pricing import cost_parts
 from twin.results.core import SCHEMA_VERSION, Layout, Result, plain
 
 # Completion counts shown as ``jobs_<name>`` next to the number of jobs submitted.
@@ -88,11 +89,18 @@ def _waits(r: OperationsResult) -> dict[str, Any]:
     return {"wait_s": plain(r.waits)} | done
 
 
+def _cost(a: Accounts, charge: Charge) -> dict[str, Any] | None:
+    """``charge`` at the site by part (docs/results.md, "cost_eur")."""
+    parts = a.cost(charge)
+    return None if parts is None else cost_parts(parts)
+
+
 def _energy(r: OperationsResult) -> dict[str, Any]:
     a = r.accounts
     return {
         "energy": {"cluster": plain(a.cluster), "jobs": plain(_sum(a.jobs, a.cluster)), "overhead": plain(a.overhead)},
         "tenants": plain(a.tenants),
+        "cost_eur": _cost(a, a.cluster),
         "countries": [{"code": g.code, "name": g.name, "intensity_g_per_kwh": g.annual_g_per_kwh,
                        "intensity_source": g.intensity_source, "hourly": g.hourly,
                        "price_eur_per_kwh": g.price_eur_per_kwh, "price_source": g.price_source}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin.power.assess import PowerAssessment
+from twin.power.pricing import cost_parts
 from twin.results.core import plain
 
 # The job phases whose cluster IT power the record lists.
@@ -71,6 +72,13 @@ def _embodied(pw: PowerAssessment) -> dict[str, Any] | None:
         "source": emb.spec.source}
 
 
+def site_cost_record(pw: PowerAssessment) -> dict[str, Any] | None:
+    """``cost_eur``: the site's cost by part (gpu, maintenance, space, electricity), its total, the parts the
+    total includes and how the GPUs are paid (docs/results.md, docs/power.md "Cost")."""
+    parts = pw.cost()
+    return None if parts is None else cost_parts(parts)
+
+
 def power_record(pw: PowerAssessment, timelines: bool = True) -> dict[str, Any]:
     """``power``: device, node, rack, fabric and country figures of the run (docs/results.md);
     ``timelines`` False leaves out the IT power timeline."""
@@ -84,6 +92,10 @@ def power_record(pw: PowerAssessment, timelines: bool = True) -> dict[str, Any]:
         "power_cap_clock_factor": pw.power_cap_clock_factor,
         "reserved_gpu_hours": pw.reserved_gpu_hours,
         "rental_cost_eur": pw.rental_cost_eur,
+        "cost_eur": site_cost_record(pw),
+        "gpu_hour_price_eur": None if pw.hour_price is None else {
+            "gpu": pw.hour_price.gpu_eur, "maintenance": pw.hour_price.maintenance_eur,
+            "space": pw.hour_price.space_eur, "total": pw.hour_price.total_eur, "pricing": pw.hour_price.pricing},
         "embodied": _embodied(pw),
         "countries": plain(pw.countries),
     }

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from twin.bands import SERVING_KEYS, Calibration, with_calibration
+from twin.power.api_prices import ApiComparison
+from twin.power.pricing import cost_parts
 from twin.power.serving import ServingPower
 from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, grouped, plain
 from twin.serving.capacity import Capacity, Sizing
@@ -42,6 +44,29 @@ def _throughput(r: ServingResult) -> dict[str, Any]:
     }
 
 
+def serving_cost_record(pw: ServingPower | None) -> dict[str, Any] | None:
+    """``cost_eur`` of a serving deployment: the site's cost of one million output tokens by part, and that
+    cost split between input and output tokens (docs/results.md; power/serving.py)."""
+    if pw is None or pw.cost is None:
+        return None
+    split = pw.per_million_tokens_eur()
+    return cost_parts(pw.cost) | {"per": "one million output tokens", "input_share": pw.input_share,
+                                  "input_per_output_token": pw.input_per_output_token,
+                                  "per_million_input_tokens": split["input"],
+                                  "per_million_output_tokens": split["output"]}
+
+
+def api_record(comparisons: tuple[ApiComparison, ...]) -> list[dict[str, Any]]:
+    """``api_comparison``: self-hosting against each hosted API of the model (catalog api_prices.yaml)."""
+    return [{"api": c.api.name, "provider": c.api.provider, "date": c.api.date,
+             "input_eur_per_million": c.api.input_eur_per_million,
+             "output_eur_per_million": c.api.output_eur_per_million,
+             "api_eur_per_million_output_tokens": c.api_eur_per_million_output,
+             "self_hosted_eur_per_million_output_tokens": c.self_hosted_eur_per_million_output,
+             "cheaper": c.cheaper, "break_even_rate_per_s": c.break_even_rate_per_s, "source": c.api.source}
+            for c in comparisons]
+
+
 def _per_million(r: ServingResult) -> dict[str, Any]:
     pw = r.power
     return {
@@ -49,6 +74,7 @@ def _per_million(r: ServingResult) -> dict[str, Any]:
         "energy_per_million_output_tokens_it_kwh": pw.energy_per_million_output_tokens_kwh if pw else None,
         "cost_per_million_output_tokens_eur": pw.cost_eur() if pw else {},
         "carbon_per_million_output_tokens_kg": pw.carbon_kg() if pw else {},
+        "cost_eur": serving_cost_record(pw),
         "avg_power_it_w": pw.avg_power_it_w if pw else None,
         "slo_met": bool(r.run.slo_met) if r.run else False,
         "schema_version": SCHEMA_VERSION,
@@ -95,7 +121,7 @@ class ServingResult(Compared):
     """
     workload: ClassVar[str] = "serving"
     layout: ClassVar[Layout] = Layout(
-        convert={"power": _power},
+        convert={"power": _power, "api_comparison": lambda r: api_record(r.api_comparison)},
         after={"label": _throughput, "gpus_used": _per_million, "memory": _memory, "run": _engine},
         omit=frozenset({"memory", "run", "alternatives", "calibration"}))
     label: str                       # the deployment in words
@@ -121,6 +147,7 @@ class ServingResult(Compared):
     country: str
     pue: float
     power: ServingPower | None = None
+    api_comparison: tuple[ApiComparison, ...] = ()   # at the offered rate (docs/results.md)
     calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
 
     def to_dict(self) -> dict[str, Any]:
@@ -138,6 +165,7 @@ def _capacity(r: CapacityResult) -> dict[str, Any]:
         "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
         "slo_bound": cap.slo_bound if cap else False,
         "memory_fits": cap is not None,
+        "cost_eur": serving_cost_record(r.power),
     }
 
 
@@ -159,7 +187,8 @@ class CapacityResult(Compared):
     layout: ClassVar[Layout] = Layout(
         after={"capacity": _capacity, "instances_per_gpu": lambda r: {"gpus_per_replica": r.gpus_per_replica},
                "sizing": _sweep},
-        omit=frozenset({"capacity", "sizing", "alternatives"}))
+        convert={"api_comparison": lambda r: api_record(r.api_comparison)},
+        omit=frozenset({"capacity", "sizing", "alternatives", "power"}))
     label: str
     capacity: Capacity | None        # None when the deployment cannot hold the load (``memory_fits``)
     slo: SLOSpec
@@ -167,6 +196,8 @@ class CapacityResult(Compared):
     devices_per_replica: int         # GPUs, or MIG instances
     instances_per_gpu: int           # MIG instances of the profile on one GPU (1 without MIG)
     sizing: Sizing | None = None
+    power: ServingPower | None = None                # at the capacity rate: its cost (``cost_eur``)
+    api_comparison: tuple[ApiComparison, ...] = ()   # at the capacity rate, with break-even rates
 
     @property
     def gpus_per_replica(self) -> float:

@@ -19,8 +19,9 @@ from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
 from twin.power.cooling import BuildingYear
+from twin.power.pricing import Cost
 from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, site_costs
-from twin.results.power import power_record
+from twin.results.power import power_record, site_cost_record
 from twin.storage.assess import StorageReport
 from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
@@ -66,7 +67,7 @@ def _site(r: TrainingResult) -> dict[str, Any]:
 
 def _totals(r: TrainingResult) -> dict[str, Any]:
     return {"embodied_carbon_kg": r.embodied_carbon_kg, "total_cost_eur": r.total_cost_eur,
-            "rental_cost_eur": r.rental_cost_eur}
+            "rental_cost_eur": r.rental_cost_eur, "cost_eur": site_cost_record(r.power)}
 
 
 LAYOUT = Layout(
@@ -206,6 +207,7 @@ class PlanEstimate:
     carbon_kg: float
     cost_eur: float | None           # the site's total: energy, plus rental when priced
     rental_cost_eur: float | None
+    cost_parts: Cost | None = None   # the site's total by part (power/pricing.py); None when GPUs are not priced
 
     @property
     def step_time_s(self) -> float:

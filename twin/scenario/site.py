@@ -7,14 +7,16 @@ from pydantic import BeforeValidator, model_validator
 
 from twin import catalog
 from twin.errors import ScenarioError, did_you_mean
-from twin.options import Accounting, EmbodiedMethod
+from twin.options import Accounting, EmbodiedMethod, Pricing
 from twin.scenario.building import Cooling
 from twin.scenario.fields import Flag, Strict, name_text, number, price, price_parser, shown
-from twin.units import parse_price_per_gpu_hour, parse_price_per_kwh
+from twin.units import parse_money, parse_price_per_gpu_hour, parse_price_per_kw_month, parse_price_per_kwh
 
 # Prices above these are typing slips (docs/scenario.md, "Limits").
 MAX_ELECTRICITY_PRICE_PER_KWH = 10.0     # 20x the highest EU industrial prices of 2022 (about 0.5 EUR/kWh)
 MAX_GPU_HOUR_PRICE = 1000.0              # 100x the list price of an H100 GPU-hour (about 10 USD)
+MAX_HARDWARE_PRICE = 1e8                 # 100x a DGX SuperPOD rack; a node costs 0.2-0.5 M USD (catalog ownership.yaml)
+MAX_SPACE_PRICE_PER_KW_MONTH = 10_000.0  # 54x the CBRE 2024 average of 184.06 USD/kW-month
 
 
 MAX_COMPARED_COUNTRIES = 50
@@ -27,6 +29,9 @@ Pue = number(ge="1", le="4", why="facility power / IT power; surveyed data centr
 CarbonIntensity = number("carbon_intensity", ge="0", le="2000 g/kWh",
                          why="lignite power is about 1,100 g CO2e/kWh over its life cycle")
 ElectricityPrice = price(parse_price_per_kwh, MAX_ELECTRICITY_PRICE_PER_KWH, "/kWh", "0.10 EUR/kWh")
+HardwarePrice = price(parse_money, MAX_HARDWARE_PRICE, " per node", "270000 USD")
+SpacePrice = price(parse_price_per_kw_month, MAX_SPACE_PRICE_PER_KW_MONTH, "/kW-month", "184 USD/kW-month")
+MaintenancePerYear = number(ge="0", le="1", why="a fraction of the purchase price a year")
 
 
 def _short_list(value: Any) -> Any:
@@ -76,11 +81,28 @@ class Site(Strict):
     carbon_intensity: CarbonIntensity | None = None        # overrides the dataset for the site
     electricity_price: ElectricityPrice | None = None      # (amount per kWh, currency)
     gpu_hour_price: GpuHourPrice | None = None             # per GPU-hour, or a provider of catalog prices.yaml or list
+    pricing: Pricing = "rental"                            # owned: purchase written off (docs/power.md, "Cost")
+    hardware_price: HardwarePrice | None = None            # per node, owned; default catalog ownership.yaml
+    hardware_life: LifetimeYears | None = None             # years, owned; default 6
+    maintenance: MaintenancePerYear | None = None          # fraction of the price a year, owned; default 0.10
+    space_price: SpacePrice | None = None                  # per kW of node power and month, owned
     accounting: Accounting = "full"                  # gpu-tdp: GPU-hours x TDP (LLaMA, BLOOM papers)
     embodied: Embodied = Embodied()
     cooling: Cooling | None = None                         # PUE from the climate, replacing pue (docs/building.md)
     profile: ProfilePath | None = None                     # a site profile (twin calibrate, docs/calibrate.md)
 
+
+    @model_validator(mode="after")
+    def _pricing_keys(self) -> "Site":
+        """A GPU-hour price is rental's; purchase price, life, maintenance and space are ownership's."""
+        owned_keys = {"hardware_price", "hardware_life", "maintenance", "space_price"} & self.model_fields_set
+        if self.pricing == "owned" and self.gpu_hour_price is not None:
+            raise ValueError("gpu_hour_price is a rental price: with pricing: owned write hardware_price, "
+                             "hardware_life, maintenance, space_price instead")
+        if self.pricing == "rental" and owned_keys:
+            raise ValueError(f"{', '.join(sorted(owned_keys))} apply to owned hardware: set pricing: owned, "
+                             "or remove them (rental uses gpu_hour_price)")
+        return self
 
     @model_validator(mode="after")
     def _pue_from_cooling(self) -> "Site":

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from twin.results import PlanEstimate, TrainingResult
+from twin.power.pricing import cost_parts
 from twin.results.core import SCHEMA_VERSION, Layout, Record, plain, site_costs
+from twin.results.power import site_cost_record
 
 # The parallel settings a plan row shows, in its order.
 PLAN_COLUMNS = ("tensor", "pipeline", "data", "expert", "microbatch", "virtual_stages", "schedule", "recompute",
@@ -41,10 +43,12 @@ def _metrics(p: RankedPlan) -> dict[str, Any]:
     e, r = p.estimate, p.result
     if r is None:
         return {k: getattr(e, k) for k in SHARED_METRICS} | {
-            "carbon_kg": e.carbon_kg, "cost_eur": e.cost_eur, "rental_cost_eur": e.rental_cost_eur}
+            "carbon_kg": e.carbon_kg, "cost_eur": e.cost_eur, "rental_cost_eur": e.rental_cost_eur,
+            "cost_parts_eur": None if e.cost_parts is None else cost_parts(e.cost_parts)}
     return {k: getattr(r, k) for k in SHARED_METRICS} | {
         "carbon_kg": r.carbon_kg[r.country], "cost_eur": r.total_cost_eur[r.country],
-        "rental_cost_eur": r.rental_cost_eur} | {k: getattr(r, k) for k in RUN_METRICS} | {
+        "rental_cost_eur": r.rental_cost_eur, "cost_parts_eur": site_cost_record(r.power)} | {
+            k: getattr(r, k) for k in RUN_METRICS} | {
         "closed_form": {"step_time_s": e.step_time_s, "time_to_train_s": e.time_to_train_s}}
 
 
@@ -168,7 +172,7 @@ def _fit_result(r: TrainingResult) -> dict[str, Any]:
         "gpu_hours": r.gpu_hours,
         "energy_it_kwh": pw.energy_it_kwh,
         "energy_facility_kwh": pw.energy_facility_kwh,
-    } | site_costs(pw) | {"total_cost_eur": pw.total_cost_eur()}
+    } | site_costs(pw) | {"total_cost_eur": pw.total_cost_eur(), "cost_parts_eur": site_cost_record(pw)}
 
 
 def fit_row(row: FitRow) -> dict[str, Any]:

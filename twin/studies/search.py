@@ -44,6 +44,7 @@ from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
 from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
                           recompute_levels)
+from twin.power.pricing import owned_nodes
 from twin.results import PlanEstimate, Result
 from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space
@@ -247,11 +248,6 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
     notes: list[str] = []
     if space is not None and any(k.startswith(SEARCHED_KEYS) for k in space.keys):
         raise ScenarioError("--vary", f"{SEARCHED_KEYS} is what the search varies; vary cluster or site keys")
-    site = data.get("site") if isinstance(data.get("site"), dict) else {}
-    if objective == "cost" and site.get("gpu_hour_price") is None:
-        data = with_overrides(data, {"site.gpu_hour_price": "list"})
-        notes.append("cost counts rental at the median on-demand list price of the cluster's GPU (catalog "
-                     "prices.yaml), as the scenario sets no site.gpu_hour_price")
     points = list(space.points()) if space is not None else []
     options = [(p.values, with_overrides(data, p.values)) for p in points] or [({}, data)]
 
@@ -402,12 +398,12 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
                   capacity)
 
 
-def _cost(row: FitRow, country: str) -> float:
-    """Total cost at the site in EUR (energy, plus rental when the scenario prices GPU-hours); where the
-    site's electricity has no price, its facility energy in kWh (the same for every option)."""
+def _cost(row: FitRow, country: str) -> tuple[bool, float]:
+    """Total cost at the site in EUR (GPU time as the site pays for it, plus electricity), options whose GPU
+    has no price after the others; where the site's electricity has no price, its facility energy in kWh."""
     pw = row.result.power
     total = pw.total_cost_eur().get(country)
-    return total if total is not None else pw.energy_facility_kwh
+    return pw.hour_price is None, total if total is not None else pw.energy_facility_kwh
 
 
 def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time") -> FitReport:
@@ -425,9 +421,10 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
         fits.sort(key=lambda r: (_cost(r, country), r.result.time_to_train_s))
     others = sorted((r for r in rows if r.result is None), key=lambda r: r.least_bytes / r.capacity_bytes)
     notes = []
-    if by == "cost" and not scenario.site.gpu_hour_price:
-        notes.append("cost is the site's electricity; set site.gpu_hour_price (a price, a provider such as aws, or "
-                     "list for the median list price of each GPU) to add rental")
+    unpriced = sorted({r.option.node for r in fits if r.result.power.hour_price is None})
+    if by == "cost" and unpriced:
+        notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is "
+                     "electricity only and they are ranked after the others (write site.gpu_hour_price to price them)")
     return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
 
 
@@ -442,4 +439,16 @@ def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None
                        * node_spec(scenario.cluster.node).gpus)
     if max_gpus < 1:
         raise ScenarioError("--max-gpus", f"{max_gpus} is not allowed: at least 1")
-    return search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    site, notes = scenario.site, []
+    if site.pricing == "owned" and site.hardware_price is None:
+        priced = owned_nodes()
+        left = [n for n in nodes or catalog_names("nodes") if n not in priced]
+        nodes = [n for n in nodes or catalog_names("nodes") if n in priced]
+        if not nodes:
+            raise ScenarioError("site.hardware_price", f"owned hardware needs a purchase price: the catalog has one "
+                                f"for {', '.join(priced)}; write site.hardware_price or search those nodes")
+        if left:
+            notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
+                         "write site.hardware_price to price one node of the others")
+    report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    return replace(report, notes=tuple(notes) + report.notes)
