@@ -274,7 +274,7 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-gpus", type=int, metavar="N",
                      help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
     fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
-    fit.add_argument("--top", type=int, default=0, metavar="N", help="list the N best options that fit (0: all)")
+    fit.add_argument("--top", type=int, default=10, metavar="N", help="list the N best rows that fit (default 10; 0: all)")
     fit.set_defaults(func=_cmd_fit)
 
     val = sub.add_parser("validate", help="compare the twin with published training runs (docs/validation.md)")
