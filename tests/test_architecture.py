@@ -37,7 +37,7 @@ LAYERS = {
 # Only the scenario layer validates input with pydantic; below the API nothing sees the YAML schema.
 PYDANTIC_ALLOWED = ("twin.scenario",)
 # What the dashboard may use of the twin: the API and the presentation helpers.
-DASHBOARD_ALLOWED = ("twin.api", "twin.report", "twin.figures", "twin.units", "twin.errors")
+DASHBOARD_ALLOWED = ("twin.api", "twin.report", "twin.figures", "twin.units", "twin.errors", "twin.formatting")
 
 
 def layer_of(module: str) -> int:

@@ -121,7 +121,7 @@ def test_serving_scenarios_draw_the_serving_page_and_a_note_on_training_pages(sc
     labels = {m.label for m in at.metric}
     assert {"Output tokens/s", "TTFT p99", "TPOT p99", "SLO", "Energy per M tokens"} <= labels
     assert all(re.search(r"[^\d\s.,]", m.value) for m in at.metric), "every headline number has its unit"
-    assert len(at.get("plotly_chart")) == 2, "latency against throughput, and countries"
+    assert len(at.get("plotly_chart")) == 3, "latency against throughput, per GPU against per user, and countries"
     assert at.dataframe, "GPUs for a target rate"
     for page in ("overview", "cluster", "step", "job", "compare"):
         at.sidebar.radio(key="page").set_value(page)

@@ -160,10 +160,12 @@ def headline(**extra) -> dict:
 
 
 def test_headline_numbers_are_abbreviated_with_the_full_value_in_their_help():
+    """Money with separators and no SI prefix, carbon in g, kg or t, energy in the unit that gives 1-999."""
     metrics = {m.label: m for m in overview.headline_metrics(headline())}
     assert metrics["GPU-hours"].value == "42.4 M GPU·h" and "42,400,000 GPU·h" in metrics["GPU-hours"].help
-    assert metrics["Carbon (US)"].value == "17.1 kt CO2e" and "17,100.0 t CO2e" in metrics["Carbon (US)"].help
-    assert metrics["Energy cost (US)"].value == "3.45 M EUR"
+    assert metrics["Carbon (US)"].value == "17,100 t CO2e"
+    assert metrics["Energy cost (US)"].value == "3,450,000 EUR"
+    assert metrics["Energy (facility)"].value == "46.3 GWh"
     assert metrics["Peak power (IT)"].value == "22.8 MW"
     small = {m.label: m for m in overview.headline_metrics(headline(carbon_kg={"US": 3.11}))}
     assert small["Carbon (US)"].value == "3.11 kg CO2e" and overview.co2e(0.0178) == "17.8 g CO2e"
@@ -195,7 +197,7 @@ def test_side_by_side_puts_metrics_in_rows_and_deltas_against_the_first_column()
     rows = {r["metric"]: r for r in compare.side_by_side(columns, deltas=True, per_country=True)}
     assert rows["GPU-hours"]["as written"] == "42.4 M GPU·h"
     assert rows["GPU-hours"]["A"] == "21.2 M GPU·h (-50.0 %)"
-    assert rows["carbon in FR"]["as written"] == "n/a" and rows["carbon in FR"]["A"].startswith("1 kt CO2e")
+    assert rows["carbon in FR"]["as written"] == "n/a" and rows["carbon in FR"]["A"].startswith("1,000 t CO2e")
     assert rows["status"]["B"] == "error: cluster.nodes: too few" and rows["GPU-hours"]["B"] == "n/a"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from twin.engine.step import PART_LABELS
-from twin.report.format import METHOD_NAMES, eur, mass, table
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur
+from twin.report.format import METHOD_NAMES, table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 
@@ -88,8 +89,8 @@ def _power_lines(r: dict[str, Any]) -> list[str]:
     if p["power_cap_w"]:
         out.append(f"Power cap     {p['power_cap_w']:.0f} W per GPU: compute clock "
                    f"{p['power_cap_clock_factor']:.1%} of uncapped")
-    out.append(f"Energy        IT {fmt_si(r['energy_it_kwh'] * 1e3, 'Wh')}, "
-               f"facility {fmt_si(r['energy_facility_kwh'] * 1e3, 'Wh')} (PUE {r['pue']:.2f}"
+    out.append(f"Energy        IT {fmt_energy_kwh(r['energy_it_kwh'])}, "
+               f"facility {fmt_energy_kwh(r['energy_facility_kwh'])} (PUE {r['pue']:.2f}"
                + (", GPU-hours x TDP accounting" if p["accounting"] == "gpu-tdp" else "") + ")")
     return out
 
@@ -99,18 +100,17 @@ def _cost_lines(r: dict[str, Any]) -> list[str]:
     out = []
     embodied = r["embodied_carbon_kg"]
     if embodied is not None:
-        amount = f"{embodied / 1e3:,.1f} t" if embodied >= 1e3 else f"{embodied:,.0f} kg"
-        out.append(f"Embodied      {amount} CO2e (hardware, amortised over its lifetime)")
+        out.append(f"Embodied      {fmt_co2e_kg(embodied)} (hardware, amortised over its lifetime)")
     rental = r["rental_cost_eur"]
     if rental is not None:
-        out.append(f"GPU rental    {rental:,.0f} EUR")
+        out.append(f"GPU rental    {fmt_money_eur(rental)}")
     rows = []
     for code, kg in r["carbon_kg"].items():
         price = r["electricity_price_eur_per_kwh"].get(code)
         rows.append([code + (" (site)" if code == r["country"] else ""),
-                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", mass(kg),
-                     f"{price:.3f} EUR/kWh" if price is not None else "n/a", eur(r["energy_cost_eur"].get(code))]
-                    + ([eur(r["total_cost_eur"].get(code))] if rental is not None else []))
+                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", fmt_co2e_kg(kg),
+                     f"{price:.3f} EUR/kWh" if price is not None else "n/a", fmt_money_eur(r["energy_cost_eur"].get(code))]
+                    + ([fmt_money_eur(r["total_cost_eur"].get(code))] if rental is not None else []))
     header = ["country", "intensity", "carbon", "electricity", "energy cost"]
     return out + ["", table(rows, header + (["total cost"] if rental is not None else []))]
 
