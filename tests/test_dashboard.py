@@ -509,3 +509,22 @@ def test_job_page_draws_the_data_path_storage_use_and_pue_by_hour():
     assert "Data path and storage" in subheaders and "The building" in subheaders
     assert metric(at, "Checkpoints that fit") == "1,760"
     assert metric(at, "Yearly PUE").startswith("1.1")
+
+
+def test_a_serving_or_jobs_scenario_opens_on_its_own_page_and_training_back_on_the_overview():
+    at = app("overview", "superpod.yaml")
+    at.sidebar.selectbox(key="scenario_file").set_value(SERVING_SCENARIOS[0])
+    at.run()
+    assert_clean(at)
+    assert at.title[0].value == "Serving"
+    at.sidebar.selectbox(key="scenario_file").set_value(OPERATIONS_SCENARIOS[0])
+    at.run()
+    assert at.title[0].value == "Cluster operations"
+    at.sidebar.selectbox(key="scenario_file").set_value("superpod.yaml")
+    at.run()
+    assert at.title[0].value == "Overview"
+
+
+def test_fine_tuning_selectors_show_for_training_scenarios_only():
+    assert any(s.label == "Fine-tuning method" for s in app("scenario", "superpod.yaml").selectbox)
+    assert not any(s.label == "Fine-tuning method" for s in app("scenario", SERVING_SCENARIOS[0]).selectbox)
