@@ -235,3 +235,15 @@ def test_data_and_building_figures_draw_their_records():
     heat = pue_by_hour_figure(dc5).data[0]
     assert len(heat.z) == 24 and len(heat.z[0]) == 365
     assert sum(map(sum, heat.z)) / 8760 == pytest.approx(dc5["building"]["pue"], abs=1e-4)
+
+
+def test_the_study_page_opens_on_a_metric_whose_lines_differ():
+    """Time to train is the same in every country; carbon is not: the default curve is carbon, one line each."""
+    from twin.figures import study
+    rows = [{"point": i, "cluster.nodes": n, "site.country": c, "time_to_train_s": 100.0 / n,
+             "site_carbon_kg": n * {"FR": 1.0, "DE": 7.0}[c]} for i, (n, c) in
+            enumerate([(1, "FR"), (1, "DE"), (2, "FR"), (2, "DE")])]
+    choices = study.metrics(rows, ["cluster.nodes", "site.country"])
+    assert choices[0] == "time_to_train_s"
+    assert study.default_metric(rows, choices, "cluster.nodes", "site.country") == "site_carbon_kg"
+    assert study.default_metric(rows, choices, "cluster.nodes", None) == "time_to_train_s"

@@ -136,8 +136,8 @@ def job_progress_figure(result: dict[str, Any]) -> go.Figure:
                              hovertemplate="day %{x:.2f}: %{y:.4s} tokens<extra></extra>"), row=1, col=1)
     for i, (name, times, colour, symbol) in enumerate(rows):
         _ticks(fig, i + 2, name, times, end_s, colour, symbol)
-    title = (f"Progress of the median run: {fmt_count(p.total_tokens)} tokens in {fmt_duration(p.times_s[-1])}, "
-             f"{len(p.failures_s):,} failures, {len(p.checkpoints_s):,} checkpoints")
+    title = (f"The run at the median time: {fmt_count(p.total_tokens)} tokens in {fmt_duration(p.times_s[-1])}, "
+             f"{len(p.failures_s):,} failures in this run, {len(p.checkpoints_s):,} checkpoints")
     fig.update_layout(title=title, height=300 + 90 * len(rows), margin={"l": 70, "r": 20, "t": 50, "b": 10},
                       legend={"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}, bargap=0.1)
     fig.update_yaxes(title_text="tokens", tickformat=".2s", rangemode="tozero", row=1, col=1)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from twin.figures.colours import LEGEND_BELOW
 from twin.figures.lazy import make_subplots
 from twin.figures.overview import Metric
 from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
@@ -69,8 +70,8 @@ def utilisation_figure(r: dict[str, Any]) -> go.Figure:
     fig.add_trace(go.Scatter(x=days, y=t["queued"], name="jobs waiting", line={"color": PALETTE[1], "dash": "dot"}),
                   secondary_y=True)
     fig.add_hline(y=r["gpus_total"], line_dash="dash", line_color="#999999", annotation_text="all GPUs")
-    fig.update_layout(title=f"Utilisation and queue (means over {fmt_duration(t['bin_s'])} bins)", height=380,
-                      xaxis_title="time (days)")
+    fig.update_layout(title=f"Utilisation and queue (means over {fmt_duration(t['bin_s'])} bins)", height=420,
+                      xaxis_title="time (days)", legend=LEGEND_BELOW, margin={"b": 110})
     fig.update_yaxes(title_text="GPUs", secondary_y=False)
     fig.update_yaxes(title_text="jobs waiting", secondary_y=True)
     return fig
