@@ -13,6 +13,7 @@ from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
 from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
+from twin.yamlfile import parse_yaml, read_text
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -301,6 +302,8 @@ def _vary_arguments(p: argparse.ArgumentParser, help_text: str = "") -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if isinstance(getattr(args, "scenario", None), str):   # an unreadable file is refused before the
+            parse_yaml(read_text(args.scenario), args.scenario)  # simulator is imported (docs/speed.md)
         return args.func(args)
     except ScenarioError as exc:
         print(f"twin: error: {exc}", file=sys.stderr)
