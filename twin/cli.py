@@ -13,6 +13,7 @@ from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
 from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
+from twin.ticker import ticking, wanted
 from twin.yamlfile import parse_yaml, read_text
 
 
@@ -304,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if isinstance(getattr(args, "scenario", None), str):   # an unreadable file is refused before the
             parse_yaml(read_text(args.scenario), args.scenario)  # simulator is imported (docs/speed.md)
-        return args.func(args)
+        quiet = args.command == "sweep" or not wanted(sys.stderr, bool(getattr(args, "json", False)))
+        with ticking(args.command, sys.stderr, not quiet):
+            return args.func(args)
     except ScenarioError as exc:
         print(f"twin: error: {exc}", file=sys.stderr)
         return 2
