@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin.engine.step import PART_LABELS
-from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.report.format import METHOD_NAMES, table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
@@ -40,7 +40,7 @@ def _step_lines(r: dict[str, Any]) -> list[str]:
                f"bottleneck: {r['bottleneck']}")
     parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r["step_breakdown_s"].items() if v > 0)
     out.append(f"              {parts}")
-    out.append(f"Throughput    {r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU); "
+    out.append(f"Throughput    {fmt_number(r['tokens_per_s'])} tokens/s ({fmt_number(r['tokens_per_s_per_gpu'])} tokens/s/GPU); "
                f"{r['model_tflops_per_gpu']:.0f} TFLOP/s/GPU model, {r['hardware_tflops_per_gpu']:.0f} TFLOP/s/GPU "
                f"hardware; MFU {r['mfu']:.1%}")
     return out
@@ -75,7 +75,7 @@ def _job_lines(r: dict[str, Any]) -> list[str]:
 def _power_lines(r: dict[str, Any]) -> list[str]:
     """GPU-hours, IT power, racks, the power cap and energy."""
     p = r["power"]
-    out = [f"GPU-hours     {r['gpu_hours']:,.0f} used, {p['reserved_gpu_hours']:,.0f} reserved (every GPU of the "
+    out = [f"GPU-hours     {fmt_number(r['gpu_hours'])} used, {fmt_number(p['reserved_gpu_hours'])} reserved (every GPU of the "
            "cluster, spares and idle GPUs included)"]
     infra = p["infrastructure"]
     infra_w = infra["switches_w"] + infra["storage_w"]
