@@ -218,7 +218,7 @@ READING_JS = """() => {
 # separators that show more than four significant digits ('12.3456 s', '3497355'); exact counts written with
 # separators ('4,063,232 tokens') and years are not measurements and stay as they are.
 MONEY_PREFIX = r"\d\s?[kMGTmµ]\s?(?:EUR|€)"
-LONG_DECIMAL = r"(?<![\w.])\d[\d,]*\.\d+"
+LONG_DECIMAL = r"(?<![\w.:/-])\d[\d,]*\.\d+"
 RAW_NUMBER = r"(?<![\w.,:/-])\d{5,}(?![\w.,:/])"
 
 
