@@ -198,8 +198,11 @@ class Tab:
 READING_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   if (!main) return {text: '', wide: []};
-  const clone = main.cloneNode(true);
-  clone.querySelectorAll('[data-testid="stCode"], textarea, pre, code').forEach(e => e.remove());
+  const texts = [];                       // each text node on its own line: tick labels do not run together
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement.closest('[data-testid="stCode"], textarea, pre, code')) texts.push(n.nodeValue);
+  }
   const width = window.innerWidth;
   const clipped = (e) => {
     for (let a = e.parentElement; a && a !== main.parentElement; a = a.parentElement) {
@@ -212,7 +215,7 @@ READING_JS = """() => {
     .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; })
     .filter(e => !clipped(e))
     .slice(0, 5).map(e => (e.getAttribute('data-testid') || e.tagName) + ': ' + (e.innerText || '').slice(0, 60));
-  return {text: clone.textContent, wide, page_wide: document.documentElement.scrollWidth > width + 1};
+  return {text: texts.join('\n'), wide, page_wide: document.documentElement.scrollWidth > width + 1};
 }"""
 # Money with an SI prefix ('389m EUR', '5.12 M EUR', '3k€'), and numbers with a decimal part or without
 # separators that show more than four significant digits ('12.3456 s', '3497355'); exact counts written with

@@ -91,10 +91,10 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
     tokens_per_s = result.get("tokens_per_s", 0)
     metrics = [
         Metric("Time to train (P50)", fmt_duration(ttt["p50"]),
-               f"{ttt['p50'] / SECONDS_PER_DAY:,.2f} days: median wall-clock time for "
+               f"{fmt_number(ttt['p50'] / SECONDS_PER_DAY)} days: median wall-clock time for "
                f"{fmt_count(result.get('tokens', 0))} tokens, failures and restarts included"),
         Metric("Time to train (P90)", fmt_duration(ttt["p90"]),
-               f"{ttt['p90'] / SECONDS_PER_DAY:,.2f} days: 9 runs in 10 finish sooner"),
+               f"{fmt_number(ttt['p90'] / SECONDS_PER_DAY)} days: 9 runs in 10 finish sooner"),
         Metric("MFU", f"{100 * result.get('mfu', 0):.1f} %",
                f"model FLOPs utilisation; {result.get('model_tflops_per_gpu', 0):.0f} TFLOP/s per GPU"),
         Metric("GPU-hours", fmt_amount(gpu_hours, "GPU·h"),
@@ -109,7 +109,7 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
                f"{fmt_number(result.get('peak_power_it_w', 0) / 1e3)} kW: every busy GPU at its limit, with hosts, "
                f"switches and storage; average {fmt_si(result.get('avg_power_it_w', 0), 'W')}"),
         Metric("Step time", fmt_duration(result.get("step_time_s", 0)),
-               f"{result.get('step_time_s', 0):.4f} s for {result.get('tokens_per_step', 0):,} tokens; "
+               f"{fmt_number(result.get('step_time_s', 0))} s for {result.get('tokens_per_step', 0):,} tokens; "
                f"{result.get('bottleneck', '')}"),
         Metric("Throughput", fmt_amount(tokens_per_s, "tok/s"),
                f"{fmt_number(tokens_per_s)} tokens/s; {fmt_number(result.get('tokens_per_s_per_gpu', 0))} tokens/s per GPU"),

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from twin.figures.colours import LIMIT_LINE, NEAR, NEUTRAL, OVER, PHASE_COLOURS, WITHIN
 from twin.figures.lazy import make_subplots
-from twin.formatting import D3_NUMBER, carbon_axis_kg
+from twin.formatting import D3_NUMBER, carbon_axis_kg, fmt_number
 from twin.units import SECONDS_PER_DAY, fmt_duration
 
 KW = 1e3
@@ -122,7 +122,7 @@ def _level(fig: go.Figure, watts: float | None, name: str, colour: str, dash: st
     """A constant power level across the run, named in the legend (never an annotation over the data)."""
     if watts:
         fig.add_trace(go.Scatter(x=[0.0, end_s / SECONDS_PER_DAY], y=[watts / MW, watts / MW], mode="lines",
-                                 name=f"{name} {watts / MW:.2f} MW", line={"color": colour, "dash": dash, "width": 1.5},
+                                 name=f"{name} {fmt_number(watts / MW)} MW", line={"color": colour, "dash": dash, "width": 1.5},
                                  hoverinfo="name"))
 
 
