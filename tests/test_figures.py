@@ -124,7 +124,7 @@ def test_time_to_train_axis_is_fitted_to_the_spread():
     assert 99.9 < low < 100.0 and 100.9 < high < 101.0
     assert sum(fig.data[0].y) == 5
     assert [t.name for t in fig.data[1:]] == ["P10 100.1 days", "P50 100.4 days", "P90 100.7 days"]   # 4 digits
-    assert "without failures 95.00 days (off the axis)" in fig.layout.title.text
+    assert "without failures 95 days (off the axis)" in fig.layout.title.text
 
 
 # ---------------------------------------------------------------------------
