@@ -215,7 +215,7 @@ READING_JS = """() => {
     .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; })
     .filter(e => !clipped(e))
     .slice(0, 5).map(e => (e.getAttribute('data-testid') || e.tagName) + ': ' + (e.innerText || '').slice(0, 60));
-  return {text: texts.join('\n'), wide, page_wide: document.documentElement.scrollWidth > width + 1};
+  return {text: texts.join(' | '), wide, page_wide: document.documentElement.scrollWidth > width + 1};
 }"""
 # Money with an SI prefix ('389m EUR', '5.12 M EUR', '3k€'), and numbers with a decimal part or without
 # separators that show more than four significant digits ('12.3456 s', '3497355'); exact counts written with
