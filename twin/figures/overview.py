@@ -188,7 +188,8 @@ def plan_rows(result: dict[str, Any]) -> list[dict[str, str]]:
              ("global_batch", "global batch [sequences]"), ("seq_len", "sequence length [tokens]"),
              ("zero", "ZeRO stage"), ("recompute", "activation recomputation"),
              ("sequence_parallel", "sequence parallel"), ("gpus", "GPUs used")]
-    return [{"dimension": label, "value": str(plan[key])} for key, label in names if key in plan]
+    shown = lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)  # noqa: E731
+    return [{"dimension": label, "value": shown(plan[key])} for key, label in names if key in plan]
 
 
 def memory_figure(result: dict[str, Any]) -> go.Figure:
