@@ -89,6 +89,25 @@ def refine(ctx: Context) -> None:
     st.session_state[REFINED] = fingerprint(ctx.raw or {})
 
 
+# The page a scenario opens on, by its workload; training scenarios open on the Overview.
+HOME_PAGES = {"training": "overview", "serving": "serving", "jobs": "operations"}
+# The pages that draw one workload only.
+WORKLOAD_OF_PAGE = {"overview": "training", "cluster": "training", "step": "training", "job": "training",
+                    "compare": "training", "serving": "serving", "operations": "jobs"}
+
+
+def _open_its_page(directory: str) -> None:
+    """A newly chosen scenario opens on its own workload's page when the page shown draws another workload."""
+    name = st.session_state.get("scenario_file")
+    if not name:
+        return
+    base = cached.base_scenario(cached.read_scenario(directory, name), name)
+    workload = (base.get("knobs") or {}).get("workload")
+    page = st.session_state.get("page")
+    if workload in HOME_PAGES and WORKLOAD_OF_PAGE.get(page, workload) != workload:
+        st.session_state["page"] = HOME_PAGES[workload]
+
+
 def sidebar() -> Context:
     """Draw the sidebar; evaluate the scenario it selects."""
     sb = st.sidebar
@@ -102,7 +121,7 @@ def sidebar() -> Context:
     files = cached.shipped_scenarios(directory)
     default = files.index("superpod.yaml") if "superpod.yaml" in files else 0
     name = sb.selectbox("Shipped scenario", files, index=default, key="scenario_file", bind="query-params",
-                        help="YAML files in scenarios/")
+                        help="YAML files in scenarios/", on_change=_open_its_page, args=(directory,))
     limit_mb = int(st.get_option("server.maxUploadSize"))
     upload = sb.file_uploader("…or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
                               help=f"at most {limit_mb} MB")

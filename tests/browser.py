@@ -192,6 +192,56 @@ class Tab:
         self.page.screenshot(path=str(path))
         self.page.set_viewport_size(VIEWPORT)
 
+# What a reader sees of the page, beyond the headline: the main area's text (without the scenario's YAML, in code
+# blocks and the editor), and every element that runs past the viewport's right edge where nothing clips or
+# scrolls it (a table that scrolls inside its own frame is not counted; the page itself must not scroll sideways).
+READING_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return {text: '', wide: []};
+  const texts = [];                       // each text node on its own line: tick labels do not run together
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement.closest('[data-testid="stCode"], textarea, pre, code')) texts.push(n.nodeValue);
+  }
+  const width = window.innerWidth;
+  const clipped = (e) => {
+    for (let a = e.parentElement; a && a !== main.parentElement; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o !== 'visible') return a.getBoundingClientRect().right <= width + 1;
+    }
+    return false;
+  };
+  const wide = [...main.querySelectorAll('*')].filter(e => !e.closest('svg'))
+    .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; })
+    .filter(e => !clipped(e))
+    .slice(0, 5).map(e => (e.getAttribute('data-testid') || e.tagName) + ': ' + (e.innerText || '').slice(0, 60));
+  return {text: texts.join(' | '), wide, page_wide: document.documentElement.scrollWidth > width + 1};
+}"""
+# Money with an SI prefix ('389m EUR', '5.12 M EUR', '3k€'), and numbers with a decimal part or without
+# separators that show more than four significant digits ('12.3456 s', '3497355'); exact counts written with
+# separators ('4,063,232 tokens') and years are not measurements and stay as they are.
+MONEY_PREFIX = r"\d\s?[kMGTmµ]\s?(?:EUR|€)"
+LONG_DECIMAL = r"(?<![\w.:/-])\d[\d,]*\.\d+"
+RAW_NUMBER = r"(?<![\w.,:/-])\d{5,}(?![\w.,:/])"
+
+
+def reading_problems(tab: "Tab") -> list[str]:
+    """SI prefixes on money, over four significant digits, and elements wider than the viewport."""
+    import re
+
+    seen = tab.page.evaluate(READING_JS)
+    text = seen["text"]
+    out = [f"money with an SI prefix: {m.group(0)!r}" for m in re.finditer(MONEY_PREFIX, text)]
+    for m in re.finditer(LONG_DECIMAL, text):
+        digits = m.group(0).replace(",", "").replace(".", "").lstrip("0")
+        if len(digits) > 4:
+            out.append(f"more than four significant digits: {m.group(0)!r}")
+    out += [f"a raw number: {m.group(0)!r}" for m in re.finditer(RAW_NUMBER, text)]
+    out += [f"wider than the viewport: {w}" for w in seen["wide"]]
+    if seen["page_wide"]:
+        out.append("the page scrolls sideways")
+    return out
+
 
 def assert_drawn_cleanly(tab: Tab, state: dict, where: str) -> None:
     assert not state["exceptions"], f"{where}: {state['exceptions']}"

@@ -121,7 +121,7 @@ def test_serving_scenarios_draw_the_serving_page_and_a_note_on_training_pages(sc
     labels = {m.label for m in at.metric}
     assert {"Output tokens/s", "TTFT p99", "TPOT p99", "SLO", "Energy per M tokens"} <= labels
     assert all(re.search(r"[^\d\s.,]", m.value) for m in at.metric), "every headline number has its unit"
-    assert len(at.get("plotly_chart")) == 2, "latency against throughput, and countries"
+    assert len(at.get("plotly_chart")) == 3, "latency against throughput, per GPU against per user, and countries"
     assert at.dataframe, "GPUs for a target rate"
     for page in ("overview", "cluster", "step", "job", "compare"):
         at.sidebar.radio(key="page").set_value(page)
@@ -509,3 +509,22 @@ def test_job_page_draws_the_data_path_storage_use_and_pue_by_hour():
     assert "Data path and storage" in subheaders and "The building" in subheaders
     assert metric(at, "Checkpoints that fit") == "1,760"
     assert metric(at, "Yearly PUE").startswith("1.1")
+
+
+def test_a_serving_or_jobs_scenario_opens_on_its_own_page_and_training_back_on_the_overview():
+    at = app("overview", "superpod.yaml")
+    at.sidebar.selectbox(key="scenario_file").set_value(SERVING_SCENARIOS[0])
+    at.run()
+    assert_clean(at)
+    assert at.title[0].value == "Serving"
+    at.sidebar.selectbox(key="scenario_file").set_value(OPERATIONS_SCENARIOS[0])
+    at.run()
+    assert at.title[0].value == "Cluster operations"
+    at.sidebar.selectbox(key="scenario_file").set_value("superpod.yaml")
+    at.run()
+    assert at.title[0].value == "Overview"
+
+
+def test_fine_tuning_selectors_show_for_training_scenarios_only():
+    assert any(s.label == "Fine-tuning method" for s in app("scenario", "superpod.yaml").selectbox)
+    assert not any(s.label == "Fine-tuning method" for s in app("scenario", SERVING_SCENARIOS[0]).selectbox)

@@ -123,8 +123,8 @@ def test_time_to_train_axis_is_fitted_to_the_spread():
     low, high = fig.layout.xaxis.range
     assert 99.9 < low < 100.0 and 100.9 < high < 101.0
     assert sum(fig.data[0].y) == 5
-    assert [t.name for t in fig.data[1:]] == ["P10 100.08 days", "P50 100.40 days", "P90 100.74 days"]
-    assert "without failures 95.00 days (off the axis)" in fig.layout.title.text
+    assert [t.name for t in fig.data[1:]] == ["P10 100.1 days", "P50 100.4 days", "P90 100.7 days"]   # 4 digits
+    assert "without failures 95 days (off the axis)" in fig.layout.title.text
 
 
 # ---------------------------------------------------------------------------
@@ -160,10 +160,12 @@ def headline(**extra) -> dict:
 
 
 def test_headline_numbers_are_abbreviated_with_the_full_value_in_their_help():
+    """Money with separators and no SI prefix, carbon in g, kg or t, energy in the unit that gives 1-999."""
     metrics = {m.label: m for m in overview.headline_metrics(headline())}
     assert metrics["GPU-hours"].value == "42.4 M GPU·h" and "42,400,000 GPU·h" in metrics["GPU-hours"].help
-    assert metrics["Carbon (US)"].value == "17.1 kt CO2e" and "17,100.0 t CO2e" in metrics["Carbon (US)"].help
-    assert metrics["Energy cost (US)"].value == "3.45 M EUR"
+    assert metrics["Carbon (US)"].value == "17,100 t CO2e"
+    assert metrics["Energy cost (US)"].value == "3,450,000 EUR"
+    assert metrics["Energy (facility)"].value == "46.3 GWh"
     assert metrics["Peak power (IT)"].value == "22.8 MW"
     small = {m.label: m for m in overview.headline_metrics(headline(carbon_kg={"US": 3.11}))}
     assert small["Carbon (US)"].value == "3.11 kg CO2e" and overview.co2e(0.0178) == "17.8 g CO2e"
@@ -195,7 +197,7 @@ def test_side_by_side_puts_metrics_in_rows_and_deltas_against_the_first_column()
     rows = {r["metric"]: r for r in compare.side_by_side(columns, deltas=True, per_country=True)}
     assert rows["GPU-hours"]["as written"] == "42.4 M GPU·h"
     assert rows["GPU-hours"]["A"] == "21.2 M GPU·h (-50.0 %)"
-    assert rows["carbon in FR"]["as written"] == "n/a" and rows["carbon in FR"]["A"].startswith("1 kt CO2e")
+    assert rows["carbon in FR"]["as written"] == "n/a" and rows["carbon in FR"]["A"].startswith("1,000 t CO2e")
     assert rows["status"]["B"] == "error: cluster.nodes: too few" and rows["GPU-hours"]["B"] == "n/a"
 
 
@@ -233,3 +235,15 @@ def test_data_and_building_figures_draw_their_records():
     heat = pue_by_hour_figure(dc5).data[0]
     assert len(heat.z) == 24 and len(heat.z[0]) == 365
     assert sum(map(sum, heat.z)) / 8760 == pytest.approx(dc5["building"]["pue"], abs=1e-4)
+
+
+def test_the_study_page_opens_on_a_metric_whose_lines_differ():
+    """Time to train is the same in every country; carbon is not: the default curve is carbon, one line each."""
+    from twin.figures import study
+    rows = [{"point": i, "cluster.nodes": n, "site.country": c, "time_to_train_s": 100.0 / n,
+             "site_carbon_kg": n * {"FR": 1.0, "DE": 7.0}[c]} for i, (n, c) in
+            enumerate([(1, "FR"), (1, "DE"), (2, "FR"), (2, "DE")])]
+    choices = study.metrics(rows, ["cluster.nodes", "site.country"])
+    assert choices[0] == "time_to_train_s"
+    assert study.default_metric(rows, choices, "cluster.nodes", "site.country") == "site_carbon_kg"
+    assert study.default_metric(rows, choices, "cluster.nodes", None) == "time_to_train_s"

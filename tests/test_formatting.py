@@ -64,3 +64,20 @@ def test_no_number_shows_more_than_four_significant_digits(value):
         digits = "".join(ch for ch in text.split(" ")[0] if ch.isdigit()).lstrip("0").rstrip("0")
         assert len(digits) <= 4 or text.endswith("EUR") and 1 <= round_significant(value) < 100, text
         assert "e+" not in text and "e-" not in text, text
+
+
+def test_axis_units_put_the_largest_value_between_1_and_999():
+    """Figures pick one unit per axis the way the formatter picks one per number."""
+    from twin.formatting import carbon_axis_kg, energy_axis_kwh
+    assert energy_axis_kwh(46.3e6) == ("GWh", 1e6)
+    assert energy_axis_kwh(2.69) == ("kWh", 1.0)
+    assert energy_axis_kwh(0.5) == ("Wh", 1e-3)
+    assert energy_axis_kwh(None) == ("Wh", 1e-3) and energy_axis_kwh(0.0) == ("Wh", 1e-3)
+    assert carbon_axis_kg(17.1e6) == ("t", 1e3) and carbon_axis_kg(3.11) == ("kg", 1.0)
+    assert carbon_axis_kg(0.151) == ("g", 1e-3)
+
+
+def test_co2e_names_what_it_counts():
+    from twin.formatting import fmt_co2e_kg
+    assert fmt_co2e_kg(0.151) == "151 g CO2e" and fmt_co2e_kg(17.1e6) == "17,100 t CO2e"
+    assert fmt_co2e_kg(None) == "n/a"

@@ -181,7 +181,7 @@ def test_run_prints_a_serving_summary_and_json(tmp_path):
                                                                     {"tensor": 2}}]})), encoding="utf-8")
     out = twin("run", str(path))
     assert out.returncode == 0, out.stderr
-    for needle in ("TTFT", "TPOT", "requests/s", "output tokens/s", "kWh", "kg CO2e", "EUR", "two ranks", "SLO"):
+    for needle in ("TTFT", "TPOT", "requests/s", "output tokens/s", "Wh", "CO2e", "EUR", "two ranks", "SLO"):
         assert needle in out.stdout
     record = json.loads(twin("run", str(path), "--json").stdout)
     assert record["workload"] == "serving" and record["alternatives"][0]["label"] == "two ranks"

@@ -64,3 +64,14 @@ def test_a_run_and_its_summary_leave_figures_trackers_and_studies_unloaded():
 def test_the_api_loads_networkx_only_with_the_first_fabric():
     assert "networkx" not in loaded_after("import twin.api, twin.report")
     assert "networkx" in loaded_after("from twin.api import fabric_file; fabric_file('scenarios/superpod.yaml')")
+
+
+def test_a_refused_file_is_refused_before_the_simulator_is_imported(tmp_path):
+    """Malformed YAML, or no file at all: one line and exit status 2, with nothing heavy imported."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("x: [\n", encoding="utf-8")
+    for command in (["run", str(bad)], ["fit", str(tmp_path / "missing.yaml")]):
+        code = (f"import contextlib, io\nfrom twin.cli import main\nerr = io.StringIO()\n"
+                f"with contextlib.redirect_stderr(err):\n    assert main({command!r}) == 2\n"
+                f"assert err.getvalue().count('\\n') == 1, err.getvalue()")
+        assert loaded_after(code) == set()

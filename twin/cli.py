@@ -18,6 +18,8 @@ from twin import __version__, catalog
 from twin.errors import ScenarioError, TwinError
 from twin.outputs import check_directory, check_file, write_atomic
 from twin.units import BITS_PER_BYTE, fmt_si
+from twin.ticker import ticking, wanted
+from twin.yamlfile import parse_yaml, read_text
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -365,8 +367,8 @@ def _fit_parser(sub) -> None:
     fit.add_argument("--max-gpus", type=_count(1, MAX_FIT_GPUS), metavar="N",
                      help="largest GPU count tried (default: 8, or the scenario's cluster when larger)")
     fit.add_argument("--nodes", metavar="A,B", help="node types to try (default: every catalog node)")
-    fit.add_argument("--top", type=_count(0, MAX_FLAG_COUNT), default=0, metavar="N",
-                     help="list the N best options that fit (0: all)")
+    fit.add_argument("--top", type=_count(0, MAX_FLAG_COUNT), default=10, metavar="N",
+                     help="list the N best rows that fit (default 10; 0: all)")
     _profile_argument(fit)
     fit.set_defaults(func=_cmd_fit)
 
@@ -444,7 +446,11 @@ def _vary_arguments(p: argparse.ArgumentParser, help_text: str = "") -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        if isinstance(getattr(args, "scenario", None), str):   # an unreadable file is refused before the
+            parse_yaml(read_text(args.scenario), args.scenario)  # simulator is imported (docs/speed.md)
+        quiet = args.command == "sweep" or not wanted(sys.stderr, bool(getattr(args, "json", False)))
+        with ticking(args.command, sys.stderr, not quiet):
+            return args.func(args)
     except ScenarioError as exc:
         print(f"twin: error: {exc}", file=sys.stderr)
         return 2

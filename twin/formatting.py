@@ -91,3 +91,32 @@ def fmt_duration_s(seconds: float | None) -> str:
     if 0 < abs(seconds) < 1:
         return f"{fmt_number(seconds * 1e3)} ms"
     return _scaled(seconds, DURATION_UNITS)
+
+
+def fmt_co2e_kg(kg: float | None) -> str:
+    """Carbon as emissions read: '151 g CO2e', '350 kg CO2e', '17,100 t CO2e'; n/a when there is none."""
+    return "n/a" if kg is None else f"{fmt_carbon_kg(kg)} CO2e"
+
+
+# The d3 format of a figure's money and plain-number axes, hover texts and bar labels: thousands separators,
+# at most four significant digits, no SI prefix (plotly's default '~s' would write 2.5M for 2,500,000 EUR).
+D3_NUMBER = ",.4~r"
+
+
+def axis_unit(largest: float | None, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
+    """The unit (name, size in the base unit) that puts an axis's largest value between 1 and 999."""
+    for name, factor in units:
+        if largest and abs(largest) / factor >= 1:
+            return name, factor
+    return units[-1]
+
+
+def energy_axis_kwh(largest_kwh: float | None) -> tuple[str, float]:
+    """An energy axis's unit from its largest value in kWh: ('MWh', 1e3) for 46,000 kWh; ('Wh', 1e-3) for 0.5 kWh."""
+    name, wh = axis_unit(None if largest_kwh is None else largest_kwh * 1e3, ENERGY_UNITS)
+    return name, wh / 1e3
+
+
+def carbon_axis_kg(largest_kg: float | None) -> tuple[str, float]:
+    """A carbon axis's unit from its largest value in kg: ('t', 1e3), ('kg', 1.0) or ('g', 1e-3)."""
+    return axis_unit(largest_kg, CARBON_UNITS)

@@ -28,7 +28,9 @@ def render(ctx: Context) -> None:
     cols[0].metric("Time to train (P10)", fmt_duration(ttt["p10"]))
     cols[1].metric("Time to train (P50)", fmt_duration(ttt["p50"]))
     cols[2].metric("Time to train (P90)", fmt_duration(ttt["p90"]))
-    cols[3].metric("Interruptions", f"{r.get('interruptions', 0):,.0f}")
+    cols[3].metric("Interruptions (P50)", f"{r.get('interruptions', 0):,.0f}",
+                   help="the median over the failure samples; the progress chart below draws one run, the one at "
+                        "the median time to train, and counts that run's failures")
     cols[4].metric("Goodput", f"{100 * r.get('goodput', 1.0):.1f} %",
                    help="share of wall-clock time spent on steps that count")
     f = r.get("failures") or {}

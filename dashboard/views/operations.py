@@ -12,6 +12,7 @@ from dashboard import cached, core
 from dashboard.panel import Context
 from dashboard.views import figure, headline, needs_result
 from twin.figures import operations as ops
+from twin.formatting import fmt_co2e_kg
 from twin.units import SECONDS_PER_DAY, fmt_duration
 
 POLICIES = {"fifo": "FIFO", "backfill": "EASY backfill", "priority": "priority, fair share, backfill"}
@@ -54,7 +55,7 @@ def render(ctx: Context) -> None:
         site = r["country"]
         st.info(f"Carbon-aware policy: {aware['deferred_jobs']:,} deferrable jobs held "
                 f"{fmt_duration(aware['mean_hold_s'])} on average save "
-                + ", ".join(f"{kg:,.0f} kg CO2e in {code}" for code, kg in aware["saved_kg"].items())
+                + ", ".join(f"{fmt_co2e_kg(kg)} in {code}" for code, kg in aware["saved_kg"].items())
                 + f" against the same jobs without it (mean wait {fmt_duration(aware['mean_wait_s'] or 0.0)} "
                 f"against {fmt_duration(aware['baseline_mean_wait_s'] or 0.0)}; {site} is the site).")
 

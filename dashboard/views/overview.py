@@ -12,6 +12,7 @@ from dashboard.panel import Context
 from dashboard.views import figure, headline, needs_result, preview_note, table
 from twin.figures import overview
 from twin.figures.power import country_comparison_figure
+from twin.formatting import fmt_energy_kwh
 
 
 
@@ -55,7 +56,7 @@ def render(ctx: Context) -> None:
         export.report_button(ctx, "overview")
         return
     st.subheader("Carbon and energy cost by country")
-    st.caption(f"Facility energy {r['energy_facility_kwh'] / 1e3:,.1f} MWh (IT {r['energy_it_kwh'] / 1e3:,.1f} MWh "
+    st.caption(f"Facility energy {fmt_energy_kwh(r['energy_facility_kwh'])} (IT {fmt_energy_kwh(r['energy_it_kwh'])} "
                f"× PUE {r['pue']:.2f}) at each country's grid intensity and electricity price: the site, the "
                "scenario's `site.compare` list, and France and Germany side by side when either is the site.")
     figure("Country comparison", country_comparison_figure, r,

@@ -63,7 +63,7 @@ def render(ctx: Context) -> None:
             st.success("Your edits are valid and in use.")
         if ctx.text != ctx.original:
             st.button("Revert to the file", on_click=_revert, args=(ctx.source_id, key))
-        if not ctx.base_error:
+        if not ctx.base_error and ctx.base_knobs is not None and ctx.base_knobs.workload == "training":
             _finetuning_knobs(ctx)
         st.caption("Every key is documented in docs/scenario.md; quantities take units (`400 Gb/s`, `25 kW`, `2T`).")
     with right:

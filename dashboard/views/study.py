@@ -93,7 +93,9 @@ def _draw(data: dict, directory: str) -> None:
 
     st.subheader("Sweep curves")
     a, b, c = st.columns(3)
-    metric = a.selectbox("Metric", metrics, format_func=figs.label, key="study.metric", bind="query-params")
+    first = figs.default_metric(rows, metrics, keys[0], keys[1] if len(keys) > 1 else None)
+    metric = a.selectbox("Metric", metrics, index=metrics.index(first), format_func=figs.label, key="study.metric",
+                         bind="query-params")
     x = b.selectbox("Against", keys, key="study.x", bind="query-params")
     lines = ["(one line)"] + [k for k in keys if k != x]
     line = c.selectbox("One line per", lines, index=1 if len(lines) > 1 else 0, key="study.line", bind="query-params")

@@ -46,3 +46,7 @@ NEUTRAL = "#555555"
 
 # Series told apart by order only (compare groups, pinned variants).
 SERIES = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
+
+# A horizontal legend under the plot, anchored to the figure's bottom edge (not the plot's), so that it never
+# overlaps a title or an axis title; the figure leaves it room with a bottom margin of about 100 px.
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0}

@@ -19,7 +19,8 @@ from twin.figures.colours import SERIES
 from twin.figures.lazy import make_subplots
 from twin.figures.overview import (GIB, fmt_change, infeasibility, relative_change, site_value,
                                    time_to_train_percentiles, co2e)
-from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_duration, fmt_si
+from twin.formatting import D3_NUMBER, carbon_axis_kg, energy_axis_kwh, fmt_energy_kwh, fmt_money_eur
+from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_duration
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,27 @@ MEASURES = (
     Measure("time to train (P50)", lambda r: time_to_train_percentiles(r)["p50"], fmt_duration),
     Measure("time to train (P90)", lambda r: time_to_train_percentiles(r)["p90"], fmt_duration),
     Measure("GPU-hours", lambda r: r.get("gpu_hours"), lambda v: fmt_amount(v, "GPU·h")),
-    Measure("energy (facility)", lambda r: r.get("energy_facility_kwh"), lambda v: fmt_si(v * 1e3, "Wh")),
+    Measure("energy (facility)", lambda r: r.get("energy_facility_kwh"), fmt_energy_kwh),
     Measure("carbon at site", lambda r: site_value(r, "carbon_kg"), co2e),
-    Measure("energy cost at site", lambda r: site_value(r, "energy_cost_eur"), lambda v: fmt_amount(v, "EUR")),
+    Measure("energy cost at site", lambda r: site_value(r, "energy_cost_eur"), fmt_money_eur),
     Measure("MFU", lambda r: r.get("mfu"), _pct, lower_is_better=False),
     Measure("step time", lambda r: r.get("step_time_s"), fmt_duration),
     Measure("memory per GPU", lambda r: r.get("memory_per_gpu_bytes"), fmt_bytes),
 )
-# The numbers drawn as bars: (measure label, factor to the axis unit, axis unit).
+# The numbers drawn as bars: (measure label, factor to the axis unit, axis unit); energy and carbon take the
+# unit that suits their largest bar (``bar_scales``).
 BARS = (("time to train (P50)", 1 / SECONDS_PER_DAY, "days"), ("GPU-hours", 1.0, "GPU·h"),
-        ("energy (facility)", 1e3, "Wh"), ("carbon at site", 1e-3, "t CO2e"),
+        ("energy (facility)", 1.0, "kWh"), ("carbon at site", 1.0, "kg CO2e"),
         ("energy cost at site", 1.0, "EUR"), ("MFU", 100.0, "%"))
+
+
+def bar_scales(results: list[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """``BARS`` with energy in Wh, kWh, MWh or GWh and carbon in g, kg or t, as the largest bar reads best."""
+    energy = max((r.get("energy_facility_kwh") or 0.0 for r in results), default=0.0)
+    carbon = max((site_value(r, "carbon_kg") or 0.0 for r in results), default=0.0)
+    (e_unit, kwh), (c_unit, kg) = energy_axis_kwh(energy), carbon_axis_kg(carbon)
+    scaled = {"energy (facility)": (1 / kwh, e_unit), "carbon at site": (1 / kg, f"{c_unit} CO2e")}
+    return [(label, *scaled.get(label, (factor, unit))) for label, factor, unit in BARS]
 
 
 def status(column: Column) -> str:
@@ -91,10 +102,10 @@ def _country_measures(columns: list[Column]) -> list[Measure]:
     out = [Measure(f"carbon in {code}", lambda r, k=code: (r.get("carbon_kg") or {}).get(k), co2e)
            for code in codes]
     out += [Measure(f"energy cost in {code}", lambda r, k=code: (r.get("energy_cost_eur") or {}).get(k),
-                    lambda v: fmt_amount(v, "EUR")) for code in codes]
+                    fmt_money_eur) for code in codes]
     if rental:
         out += [Measure(f"energy + GPU rental in {code}", lambda r, k=code: (r.get("total_cost_eur") or {}).get(k),
-                        lambda v: fmt_amount(v, "EUR")) for code in codes]
+                        fmt_money_eur) for code in codes]
     return out
 
 
@@ -167,13 +178,14 @@ def compare_figure(columns: list[Column]) -> go.Figure:
     ok = [c for c in columns if c.result is not None]
     dims = list(ok[0].dims) if ok and ok[0].dims else []
     by_label = {m.label: m for m in MEASURES}
-    titles = [f"{label} [{unit}]" for label, _, unit in BARS]
+    bars = bar_scales([c.result for c in ok])
+    titles = [f"{label} [{unit}]" for label, _, unit in bars]
     fig = make_subplots(rows=2, cols=3, subplot_titles=titles, vertical_spacing=0.2, horizontal_spacing=0.07)
     x_of = (lambda c: c.dims[dims[0]]) if dims else (lambda c: c.name)
     groups = list(dict.fromkeys(c.dims[dims[1]] for c in ok)) if len(dims) > 1 else [None]
     for g_index, group in enumerate(groups):
         chosen = [c for c in ok if group is None or c.dims[dims[1]] == group]
-        for i, (label, factor, unit) in enumerate(BARS):
+        for i, (label, factor, unit) in enumerate(bars):
             measure = by_label[label]
             values = [measure.value(c.result) for c in chosen]
             ys = [v * factor if v is not None else None for v in values]
@@ -184,12 +196,12 @@ def compare_figure(columns: list[Column]) -> go.Figure:
                         legendgroup=str(group), showlegend=group is not None and i == 0,
                         marker={"color": colours,
                                 "pattern": {"shape": ["/" if infeasibility(c.result) else "" for c in chosen]}},
-                        texttemplate="%{y:.3s}", textposition="auto",
-                        hovertemplate=f"%{{x}}: %{{y:,.4g}} {unit}<extra>{'' if group is None else group}</extra>")
+                        texttemplate=f"%{{y:{D3_NUMBER}}}", textposition="auto",
+                        hovertemplate=f"%{{x}}: %{{y:{D3_NUMBER}}} {unit}<extra>{'' if group is None else group}</extra>")
     fig.update_layout(height=600, barmode="group", margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.08, "yanchor": "top", "x": 0},
                       uniformtext={"minsize": 9, "mode": "hide"})
-    fig.update_yaxes(tickformat=".3~s")
+    fig.update_yaxes(tickformat=D3_NUMBER)
     if dims:
         fig.update_xaxes(title_text=dims[0], type="category")
     return fig

@@ -14,6 +14,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.formatting import fmt_number
+
 # Colour-blind safe (Okabe-Ito) colours of the tiers.
 TIER_COLOURS = {"su": "#0072B2", "leaf": "#009E73", "spine": "#E69F00", "core": "#D55E00", "link": "#BBBBBB"}
 REACH_LABELS = {"none": "stays on one GPU", "node": "inside a node", "leaf": "across nodes under one leaf",
@@ -104,10 +106,12 @@ def _cores(fabric: dict[str, Any], drawn: list[dict[str, Any]], spines: _Tier, l
 
 
 def _title(fabric: dict[str, Any], drawn: int, units: int) -> str:
-    title = (f"{fabric.get('topology', 'fabric')}: {fabric.get('nodes', 0)} nodes, {fabric.get('gpus', 0)} GPUs, "
-             f"{fabric.get('leaves', 0)} leaves, {fabric.get('spines', 0)} spines, {fabric.get('cores', 0)} cores; "
-             f"bisection {fabric.get('bisection_Bps', 0) / 1e12:,.1f} TB/s")
-    return title + (f" (first {drawn} of {units} units drawn)" if units > drawn else "")
+    """Two short lines, so that the title fits a laptop's width: the topology and its size, then its switches."""
+    title = (f"{fabric.get('topology', 'fabric')}: {fabric.get('nodes', 0):,} nodes, {fabric.get('gpus', 0):,} GPUs"
+             + (f" (first {drawn} of {units} units drawn)" if units > drawn else "")
+             + f"<br>{fabric.get('leaves', 0):,} leaves, {fabric.get('spines', 0):,} spines, "
+             f"{fabric.get('cores', 0):,} cores; bisection {fmt_number(fabric.get('bisection_Bps', 0) / 1e12)} TB/s")
+    return title
 
 
 def _group_legend(fig: go.Figure, fabric: dict[str, Any]) -> None:
@@ -116,7 +120,7 @@ def _group_legend(fig: go.Figure, fabric: dict[str, Any]) -> None:
         fig.add_trace(go.Scatter(
             x=[None], y=[None], mode="markers", marker={"size": 0, "color": "white"},
             name=f"{kind} ×{g['count']} ({g['size']} GPUs): {REACH_LABELS.get(g['reach'], g['reach'])}, "
-                 f"{g['busbw_Bps'] / 1e9:,.0f} GB/s"))
+                 f"{fmt_number(g['busbw_Bps'] / 1e9)} GB/s"))
 
 
 def fabric_figure(fabric: dict[str, Any]) -> go.Figure:
@@ -148,5 +152,5 @@ def fabric_figure(fabric: dict[str, Any]) -> go.Figure:
         xaxis={"visible": False}, plot_bgcolor="white",
         yaxis={"tickvals": [0, 1, 2, 3], "ticktext": ["nodes", "leaf", "spine", "core"], "range": [-0.6, 3.4],
                "showgrid": False},
-        margin={"l": 60, "r": 20, "t": 60, "b": 40})
+        margin={"l": 60, "r": 20, "t": 80, "b": 40})
     return fig

@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 
 from twin.figures.colours import FAILURE_COLOUR, NEUTRAL, PHASE_COLOURS, SERIES
 from twin.figures.lazy import make_subplots
+from twin.formatting import fmt_number
 from twin.units import SECONDS_PER_DAY, fmt_count, fmt_duration
 
 # Above this many failures or checkpoints, ticks are aggregated into bins (a count per bin).
@@ -136,8 +137,8 @@ def job_progress_figure(result: dict[str, Any]) -> go.Figure:
                              hovertemplate="day %{x:.2f}: %{y:.4s} tokens<extra></extra>"), row=1, col=1)
     for i, (name, times, colour, symbol) in enumerate(rows):
         _ticks(fig, i + 2, name, times, end_s, colour, symbol)
-    title = (f"Progress of the median run: {fmt_count(p.total_tokens)} tokens in {fmt_duration(p.times_s[-1])}, "
-             f"{len(p.failures_s):,} failures, {len(p.checkpoints_s):,} checkpoints")
+    title = (f"The run at the median time: {fmt_count(p.total_tokens)} tokens in {fmt_duration(p.times_s[-1])}, "
+             f"{len(p.failures_s):,} failures in this run, {len(p.checkpoints_s):,} checkpoints")
     fig.update_layout(title=title, height=300 + 90 * len(rows), margin={"l": 70, "r": 20, "t": 50, "b": 10},
                       legend={"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}, bargap=0.1)
     fig.update_yaxes(title_text="tokens", tickformat=".2s", rangemode="tozero", row=1, col=1)
@@ -164,16 +165,16 @@ def time_to_train_figure(result: dict[str, Any]) -> go.Figure:
     spread = failures.get("time_to_train_s") or {}
     for i, q in enumerate(("p10", "p50", "p90")):
         if q in spread:
-            lines.append((f"{q.upper()} {spread[q] / SECONDS_PER_DAY:,.2f} days", spread[q] / SECONDS_PER_DAY,
+            lines.append((f"{q.upper()} {fmt_number(spread[q] / SECONDS_PER_DAY)} days", spread[q] / SECONDS_PER_DAY,
                           SERIES[(i + 1) % len(SERIES)], "dash"))
     ideal = result.get("ideal_time_to_train_s")
     note = ""
     if ideal:
         ideal_days = ideal / SECONDS_PER_DAY
         if low - pad <= ideal_days <= high + pad:
-            lines.append((f"without failures {ideal_days:,.2f} days", ideal_days, NEUTRAL, "dot"))
+            lines.append((f"without failures {fmt_number(ideal_days)} days", ideal_days, NEUTRAL, "dot"))
         else:
-            note = f"; without failures {ideal_days:,.2f} days (off the axis)"
+            note = f"; without failures {fmt_number(ideal_days)} days (off the axis)"
     for name, x, colour, dash in lines:
         fig.add_trace(go.Scatter(x=[x, x], y=[0, top], mode="lines", name=name,
                                  line={"color": colour, "dash": dash, "width": 2}, hoverinfo="name"))

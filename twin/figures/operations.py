@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from twin.figures.colours import LEGEND_BELOW
 from twin.figures.lazy import make_subplots
 from twin.figures.overview import Metric
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, fmt_duration, fmt_si
 
 # Okabe-Ito, colour-blind safe; tenants take them in order.
@@ -50,9 +52,9 @@ def headline_metrics(r: dict[str, Any]) -> list[Metric]:
         Metric("Fragmented GPUs", f"{u['fragmented_gpus']:,.1f} GPUs", "free GPUs no waiting job can use, on average"),
         Metric("Peak facility power", fmt_si(p["peak_facility_w"], "W"),
                f"limit {fmt_si(limit, 'W')}: {p['hours_over_limit']:,.1f} h over" if limit else "no limit set"),
-        Metric("Energy (facility)", f"{cluster['energy_facility_kwh'] / 1e3:,.1f} MWh",
+        Metric("Energy (facility)", fmt_energy_kwh(cluster['energy_facility_kwh']),
                "the whole cluster over the run"),
-        Metric(f"Carbon ({site})", f"{cluster['carbon_kg'][site] / 1e3:,.1f} t CO2e", "the whole cluster over the run"),
+        Metric(f"Carbon ({site})", fmt_co2e_kg(cluster['carbon_kg'][site]), "the whole cluster over the run"),
         Metric("Makespan", fmt_duration(r["makespan_s"]), "from the start to the last job's end (or the horizon)"),
     ]
 
@@ -68,8 +70,8 @@ def utilisation_figure(r: dict[str, Any]) -> go.Figure:
     fig.add_trace(go.Scatter(x=days, y=t["queued"], name="jobs waiting", line={"color": PALETTE[1], "dash": "dot"}),
                   secondary_y=True)
     fig.add_hline(y=r["gpus_total"], line_dash="dash", line_color="#999999", annotation_text="all GPUs")
-    fig.update_layout(title=f"Utilisation and queue (means over {fmt_duration(t['bin_s'])} bins)", height=380,
-                      xaxis_title="time (days)")
+    fig.update_layout(title=f"Utilisation and queue (means over {fmt_duration(t['bin_s'])} bins)", height=420,
+                      xaxis_title="time (days)", legend=LEGEND_BELOW, margin={"b": 110})
     fig.update_yaxes(title_text="GPUs", secondary_y=False)
     fig.update_yaxes(title_text="jobs waiting", secondary_y=True)
     return fig
@@ -201,13 +203,13 @@ def tenant_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
         w = r["wait_s"]["by_tenant"].get(tenant, {})
         row = {"tenant": tenant, "jobs": sum(1 for j in r["jobs"] if j["tenant"] == tenant),
                "wait P50": _wait(w.get("p50")), "wait P90": _wait(w.get("p90")), "wait P99": _wait(w.get("p99")),
-               "GPU-hours": round(t["gpu_hours"]), "energy (facility, MWh)": round(t["energy_facility_kwh"] / 1e3, 2)}
-        for code, kg in t["carbon_kg"].items():
-            row[f"carbon {code} (t CO2e)"] = round(kg / 1e3, 3)
+               "GPU-hours": fmt_number(t["gpu_hours"]), "energy": fmt_energy_kwh(t["energy_facility_kwh"])}
         for code, eur in t["energy_cost_eur"].items():
-            row[f"energy cost {code} (EUR)"] = None if eur is None else round(eur)
+            row[f"energy cost {code}"] = fmt_money_eur(eur)
         if t["rental_cost_eur"] is not None:
-            row["rental (EUR)"] = round(t["rental_cost_eur"])
+            row["rental"] = fmt_money_eur(t["rental_cost_eur"])
+        for code, kg in t["carbon_kg"].items():
+            row[f"carbon {code}"] = fmt_co2e_kg(kg)
         rows.append(row)
     return rows
 

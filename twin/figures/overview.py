@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from twin.bands import band_line
 from twin.figures.colours import LIMIT_LINE, MEMORY_COLOURS, NEUTRAL
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.units import SECONDS_PER_DAY, fmt_amount, fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 GIB = 2**30
@@ -79,12 +80,9 @@ def fmt_change(change: float | None) -> str | None:
     return f"{100 * change:+.1f} %" if change is not None and abs(change) >= 5e-4 else None
 
 
-def co2e(kg: float) -> str:
-    """Carbon in the unit that keeps it short: 17.1e6 kg → '17.1 kt CO2e', 3.11 → '3.11 kg CO2e',
-    0.0178 → '17.8 g CO2e'."""
-    if abs(kg) >= 1e3:
-        return fmt_si(kg / 1e3, "t CO2e")
-    return f"{kg:.3g} kg CO2e" if abs(kg) >= 1 else f"{kg * 1e3:.3g} g CO2e"
+def co2e(kg: float | None) -> str:
+    """Carbon through the one formatter: 17.1e6 kg → '17,100 t CO2e', 3.11 → '3.11 kg CO2e', 0.0178 → '17.8 g CO2e'."""
+    return fmt_co2e_kg(kg)
 
 
 def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[Metric]:
@@ -99,29 +97,28 @@ def headline_metrics(result: dict[str, Any], baseline: dict[str, Any] | None = N
     tokens_per_s = result.get("tokens_per_s", 0)
     metrics = [
         Metric("Time to train (P50)", fmt_duration(ttt["p50"]),
-               f"{ttt['p50'] / SECONDS_PER_DAY:,.2f} days: median wall-clock time for "
+               f"{fmt_number(ttt['p50'] / SECONDS_PER_DAY)} days: median wall-clock time for "
                f"{fmt_count(result.get('tokens', 0))} tokens, failures and restarts included"),
         Metric("Time to train (P90)", fmt_duration(ttt["p90"]),
-               f"{ttt['p90'] / SECONDS_PER_DAY:,.2f} days: 9 runs in 10 finish sooner"),
+               f"{fmt_number(ttt['p90'] / SECONDS_PER_DAY)} days: 9 runs in 10 finish sooner"),
         Metric("MFU", f"{100 * result.get('mfu', 0):.1f} %",
                f"model FLOPs utilisation; {result.get('model_tflops_per_gpu', 0):.0f} TFLOP/s per GPU"),
         Metric("GPU-hours", fmt_amount(gpu_hours, "GPU·h"),
-               f"{gpu_hours:,.0f} GPU·h: {gpus:,} GPUs × time to train"),
-        Metric("Energy (facility)", fmt_si(kwh * 1e3, "Wh"),
-               f"{kwh:,.0f} kWh: IT energy × PUE {result.get('pue', 1):.2f}"),
-        Metric(f"Carbon ({site})", co2e(carbon) if carbon is not None else "n/a",
-               (f"{carbon / 1e3:,.1f} t CO2e: " if carbon is not None else "")
-               + f"facility energy × {(result.get('carbon_intensity_g_per_kwh') or {}).get(site, 0):.0f} g CO2e/kWh"),
-        Metric(f"Energy cost ({site})", fmt_amount(cost, "EUR") if cost is not None else "n/a",
-               (f"{cost:,.0f} EUR: " if cost is not None else "") + "facility energy × electricity price"),
+               f"{fmt_number(gpu_hours)} GPU·h: {gpus:,} GPUs × time to train"),
+        Metric("Energy (facility)", fmt_energy_kwh(kwh),
+               f"IT energy × PUE {result.get('pue', 1):.2f}"),
+        Metric(f"Carbon ({site})", co2e(carbon),
+               f"facility energy × {(result.get('carbon_intensity_g_per_kwh') or {}).get(site, 0):.0f} g CO2e/kWh"),
+        Metric(f"Energy cost ({site})", fmt_money_eur(cost),
+               "facility energy × the site's electricity price (electricity only)"),
         Metric("Peak power (IT)", fmt_si(result.get("peak_power_it_w", 0), "W"),
-               f"{result.get('peak_power_it_w', 0) / 1e3:,.0f} kW: every busy GPU at its limit, with hosts, "
+               f"{fmt_number(result.get('peak_power_it_w', 0) / 1e3)} kW: every busy GPU at its limit, with hosts, "
                f"switches and storage; average {fmt_si(result.get('avg_power_it_w', 0), 'W')}"),
         Metric("Step time", fmt_duration(result.get("step_time_s", 0)),
-               f"{result.get('step_time_s', 0):.4f} s for {result.get('tokens_per_step', 0):,} tokens; "
+               f"{fmt_number(result.get('step_time_s', 0))} s for {result.get('tokens_per_step', 0):,} tokens; "
                f"{result.get('bottleneck', '')}"),
         Metric("Throughput", fmt_amount(tokens_per_s, "tok/s"),
-               f"{tokens_per_s:,.0f} tokens/s; {result.get('tokens_per_s_per_gpu', 0):,.0f} tokens/s per GPU"),
+               f"{fmt_number(tokens_per_s)} tokens/s; {fmt_number(result.get('tokens_per_s_per_gpu', 0))} tokens/s per GPU"),
         Metric("Memory per GPU", fmt_bytes(result.get("memory_per_gpu_bytes", 0)),
                f"of {fmt_bytes(result.get('memory_capacity_bytes', 0))}; "
                + ("fits" if result.get("memory_fits") else "does NOT fit")),
@@ -178,13 +175,13 @@ def country_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({
             "country": code + (" (site)" if code == result.get("country") else ""),
             "carbon intensity [g CO2e/kWh]": round((result.get("carbon_intensity_g_per_kwh") or {}).get(code, 0.0), 1),
-            "carbon [t CO2e]": round(kg / 1e3, 1) if kg is not None else None,
+            "carbon": fmt_co2e_kg(kg),
             "electricity [EUR/kWh]": round(price, 4) if price is not None else None,
-            "energy cost [EUR]": round(cost) if cost is not None else None,
+            "energy cost": fmt_money_eur(cost),
         })
         total = (result.get("total_cost_eur") or {}).get(code)
         if result.get("rental_cost_eur") is not None and total is not None:
-            rows[-1]["energy + GPU rental [EUR]"] = round(total)
+            rows[-1]["energy + GPU rental"] = fmt_money_eur(total)
     return rows
 
 
@@ -198,7 +195,8 @@ def plan_rows(result: dict[str, Any]) -> list[dict[str, str]]:
              ("global_batch", "global batch [sequences]"), ("seq_len", "sequence length [tokens]"),
              ("zero", "ZeRO stage"), ("recompute", "activation recomputation"),
              ("sequence_parallel", "sequence parallel"), ("gpus", "GPUs used")]
-    return [{"dimension": label, "value": str(plan[key])} for key, label in names if key in plan]
+    shown = lambda v: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)  # noqa: E731
+    return [{"dimension": label, "value": shown(plan[key])} for key, label in names if key in plan]
 
 
 def memory_figure(result: dict[str, Any]) -> go.Figure:

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from twin.figures.colours import LIMIT_LINE, NEAR, NEUTRAL, OVER, PHASE_COLOURS, WITHIN
 from twin.figures.lazy import make_subplots
+from twin.formatting import D3_NUMBER, carbon_axis_kg, fmt_number
 from twin.units import SECONDS_PER_DAY, fmt_duration
 
 KW = 1e3
@@ -121,7 +122,7 @@ def _level(fig: go.Figure, watts: float | None, name: str, colour: str, dash: st
     """A constant power level across the run, named in the legend (never an annotation over the data)."""
     if watts:
         fig.add_trace(go.Scatter(x=[0.0, end_s / SECONDS_PER_DAY], y=[watts / MW, watts / MW], mode="lines",
-                                 name=f"{name} {watts / MW:.2f} MW", line={"color": colour, "dash": dash, "width": 1.5},
+                                 name=f"{name} {fmt_number(watts / MW)} MW", line={"color": colour, "dash": dash, "width": 1.5},
                                  hoverinfo="name"))
 
 
@@ -168,23 +169,26 @@ def power_timeline_figure(result: dict[str, Any]) -> go.Figure:
 
 
 def country_comparison_figure(result: dict[str, Any]) -> go.Figure:
-    """Operational carbon (t CO2e) and energy cost (EUR) of the same run in each country."""
+    """Operational carbon (g, kg or t CO2e, as the largest bar reads best) and energy cost (EUR, no SI prefix)
+    of the same run in each country."""
     countries = (result.get("power") or {}).get("countries") or []
     site = result.get("country")
     codes = [c["code"] + (" (site)" if c["code"] == site else "") for c in countries]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("carbon (t CO2e)", "electricity cost (EUR)"))
-    fig.add_trace(go.Bar(x=codes, y=[c["carbon_kg"] / 1e3 for c in countries], marker_color="#009E73",
+    unit, kg = carbon_axis_kg(max((c["carbon_kg"] for c in countries), default=0.0))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"carbon ({unit} CO2e)", "electricity cost (EUR)"))
+    fig.add_trace(go.Bar(x=codes, y=[c["carbon_kg"] / kg for c in countries], marker_color="#009E73",
                          name="carbon", customdata=[[c["intensity_g_per_kwh"]] for c in countries],
-                         hovertemplate="%{x}: %{y:,.1f} t at %{customdata[0]:.0f} g/kWh<extra></extra>"),
+                         hovertemplate=f"%{{x}}: %{{y:{D3_NUMBER}}} {unit} at %{{customdata[0]:.0f}} g/kWh"
+                                       "<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(go.Bar(x=codes, y=[c["energy_cost_eur"] or 0.0 for c in countries], marker_color="#0072B2",
                          name="energy cost",
                          customdata=[[c["price_eur_per_kwh"] if c["price_eur_per_kwh"] is not None else float("nan")]
                                      for c in countries],
-                         hovertemplate="%{x}: %{y:,.0f} EUR at %{customdata[0]:.3f} EUR/kWh<extra></extra>"),
+                         hovertemplate=f"%{{x}}: %{{y:{D3_NUMBER}}} EUR at %{{customdata[0]:.3f}} EUR/kWh<extra></extra>"),
                   row=1, col=2)
-    fig.update_traces(texttemplate="%{y:.3s}", textposition="auto")
-    fig.update_yaxes(tickformat=".3~s")
-    fig.update_layout(title="The same run in each country", showlegend=False,
+    fig.update_traces(texttemplate=f"%{{y:{D3_NUMBER}}}", textposition="auto")
+    fig.update_yaxes(tickformat=D3_NUMBER)
+    fig.update_layout(title="The same run in each country (electricity only)", showlegend=False,
                       uniformtext={"minsize": 9, "mode": "hide"})
     return fig

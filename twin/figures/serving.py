@@ -7,42 +7,95 @@ Each takes a serving record (``ServingResult.to_dict()``) or a capacity record
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.figures.colours import SERIES
 from twin.figures.lazy import make_subplots
-from twin.figures.overview import Metric, co2e
+from twin.figures.overview import Metric, co2e, fmt_change, relative_change
+from twin.formatting import D3_NUMBER, carbon_axis_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.units import fmt_bytes, fmt_duration, fmt_si
 
 MS = 1e3
 MET, MISSED = "#009E73", "#D55E00"
 SLO_COLOUR = "#CC79A7"
 
+# Headline number → (its value in a serving record, lower is better), in the order headline_metrics lists them.
+_HEADLINE_VALUES = {
+    "Output tokens/s": (lambda r: r.get("output_tokens_per_s"), False),
+    "Requests/s": (lambda r: r.get("requests_per_s"), False),
+    "TTFT p99": (lambda r: (r.get("ttft_s") or {}).get("p99"), True),
+    "TPOT p99": (lambda r: (r.get("tpot_s") or {}).get("p99"), True),
+    "SLO": (lambda r: None, True),
+    "GPUs used": (lambda r: r.get("gpus_used"), True),
+    "Power (IT)": (lambda r: r.get("avg_power_it_w"), True),
+    "Energy per M tokens": (lambda r: r.get("energy_per_million_output_tokens_kwh"), True),
+    "Cost per M tokens": (lambda r: (r.get("cost_per_million_output_tokens_eur") or {}).get(r.get("country")), True),
+    "Carbon per M tokens": (lambda r: (r.get("carbon_per_million_output_tokens_kg") or {}).get(r.get("country")),
+                            True),
+}
 
-def headline_metrics(r: dict[str, Any]) -> list[Metric]:
-    """The numbers a planner reads first about a serving deployment, each with its unit."""
+
+def _metrics(r: dict[str, Any]) -> list[Metric]:
+    """The headline numbers of a deployment that runs, in the order of ``_HEADLINE_VALUES``."""
     site = r["country"]
-    if r["requests_per_s"] is None:
-        return [Metric("Memory per GPU", f"{fmt_bytes(r['memory_per_gpu_bytes'])} — does not fit"),
-                Metric("GPUs used", f"{r['gpus_used']:,} of {r['gpus_total']:,}")]
-    cost = r["cost_per_million_output_tokens_eur"].get(site)
     return [
-        Metric("Output tokens/s", f"{r['output_tokens_per_s']:,.0f} tok/s", "output tokens per second, all replicas",
-               lower_is_better=False),
-        Metric("Requests/s", f"{r['requests_per_s']:,.2f} req/s", "completed requests per second", lower_is_better=False),
+        Metric("Output tokens/s", f"{fmt_number(r['output_tokens_per_s'])} tok/s",
+               "output tokens per second, all replicas"),
+        Metric("Requests/s", f"{fmt_number(r['requests_per_s'])} req/s", "completed requests per second"),
         Metric("TTFT p99", fmt_duration(r["ttft_s"]["p99"]), "time to first token, 99th percentile"),
         Metric("TPOT p99", fmt_duration(r["tpot_s"]["p99"]), "time per output token after the first, 99th percentile"),
         Metric("SLO", "met" if r["slo_met"] else "not met", "p99 TTFT and p99 TPOT within serving.slo"),
         Metric("GPUs used", f"{r['gpus_used']:,} of {r['gpus_total']:,}"),
         Metric("Power (IT)", fmt_si(r["avg_power_it_w"], "W"), "average, GPUs and their share of the hosts"),
-        Metric("Energy per M tokens", f"{r['energy_per_million_output_tokens_kwh']:.3g} kWh",
+        Metric("Energy per M tokens", fmt_energy_kwh(r["energy_per_million_output_tokens_kwh"]),
                "facility energy per million output tokens"),
-        Metric(f"Cost per M tokens ({site})", "n/a" if cost is None else f"{cost:.3g} EUR",
+        Metric(f"Cost per M tokens ({site})", fmt_money_eur(r["cost_per_million_output_tokens_eur"].get(site)),
                "electricity (and GPU rental when priced) per million output tokens"),
         Metric(f"Carbon per M tokens ({site})", co2e(r["carbon_per_million_output_tokens_kg"][site]),
                "operational carbon per million output tokens"),
     ]
+
+
+def headline_metrics(r: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[Metric]:
+    """The numbers a planner reads first about a serving deployment, each with its unit; with a baseline
+    (the scenario as written), each one's change against it."""
+    if r["requests_per_s"] is None:
+        return [Metric("Memory per GPU", f"{fmt_bytes(r['memory_per_gpu_bytes'])} — does not fit"),
+                Metric("GPUs used", f"{r['gpus_used']:,} of {r['gpus_total']:,}")]
+    usable = baseline if baseline and baseline.get("requests_per_s") is not None else None
+    out = []
+    for (value_of, lower), m in zip(_HEADLINE_VALUES.values(), _metrics(r)):
+        delta = fmt_change(relative_change(value_of(r), value_of(usable))) if usable else None
+        out.append(Metric(m.label, m.value, m.help, delta, lower))
+    return out
+
+
+def warnings_in_words(r: dict[str, Any]) -> list[str]:
+    """Every warning of a deployment and its alternatives, the config path ('serving.compare[0]') replaced by
+    the deployment it names."""
+    alternatives = r.get("alternatives") or []
+    out = []
+    for x in [r, *alternatives]:
+        for w in x.get("warnings") or []:
+            match = re.match(r"^serving\.compare\[(\d+)\]:\s*", w)
+            if match and int(match.group(1)) < len(alternatives):
+                w = f"{alternatives[int(match.group(1))]['label']}: {w[match.end():]}"
+            elif w.startswith("serving:"):
+                w = f"{r['label']}: {w.removeprefix('serving:').strip()}"
+            out.append(w)
+    return out
+
+
+def _slo_line(fig: go.Figure, limit_ms: float, col: int) -> None:
+    """The SLO as a dashed line on a log axis, its label at the line (a log axis places annotations by log10)."""
+    fig.add_hline(y=limit_ms, line_dash="dash", line_color=SLO_COLOUR, row=1, col=col)
+    fig.add_annotation(x=1, xref=f"x{'' if col == 1 else col} domain", xanchor="right", yanchor="bottom",
+                       y=math.log10(limit_ms), yref=f"y{'' if col == 1 else col}", text="SLO", showarrow=False,
+                       font={"color": SLO_COLOUR})
 
 
 def latency_throughput_figure(capacity: dict[str, Any]) -> go.Figure:
@@ -52,63 +105,87 @@ def latency_throughput_figure(capacity: dict[str, Any]) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Time to first token, p99", "Time per output token, p99"))
     x = [p["output_tokens_per_s"] for p in sweep]
     colours = [MET if p["slo_met"] else MISSED for p in sweep]
-    text = [f"{p['rate_per_s']:.3g} req/s offered" for p in sweep]
+    text = [f"{fmt_number(p['rate_per_s'])} req/s offered" for p in sweep]
     for col, (key, limit) in enumerate((("ttft_s", slo["ttft_p99_s"]), ("tpot_s", slo["tpot_p99_s"])), start=1):
         y = [p[key]["p99"] * MS for p in sweep]
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", marker={"color": colours, "size": 9},
                                  line={"color": "#999999"}, text=text, showlegend=False,
-                                 hovertemplate="%{text}<br>%{x:,.0f} output tok/s<br>%{y:,.1f} ms<extra></extra>"),
+                                 hovertemplate=f"%{{text}}<br>%{{x:{D3_NUMBER}}} output tok/s<br>"
+                                               f"%{{y:{D3_NUMBER}}} ms<extra></extra>"),
                       row=1, col=col)
         if limit is not None:
-            fig.add_hline(y=limit * MS, line_dash="dash", line_color=SLO_COLOUR, annotation_text="SLO",
-                          row=1, col=col)
-        fig.update_xaxes(title_text="output tokens/s", row=1, col=col)
-        fig.update_yaxes(title_text="ms", type="log", row=1, col=col)
+            _slo_line(fig, limit * MS, col)
+        fig.update_xaxes(title_text="output tokens/s", tickformat=D3_NUMBER, row=1, col=col)
+        fig.update_yaxes(title_text="ms", type="log", tickformat=D3_NUMBER, row=1, col=col)
     fig.update_layout(height=380, margin={"t": 40, "b": 10})
     return fig
 
 
+def per_gpu_per_user_figure(capacity: dict[str, Any]) -> go.Figure:
+    """Output tokens/s per GPU against output tokens/s per user (1 / median TPOT) at each swept rate, every
+    deployment side by side: the trade-off serving engineers read (up and to the right is better)."""
+    fig = go.Figure()
+    for i, x in enumerate([capacity, *(capacity.get("alternatives") or [])]):
+        gpus = x["replicas"] * x["gpus_per_replica"]
+        points = [p for p in x.get("sweep") or [] if p["tpot_s"]["p50"]]
+        if not points or not gpus:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[1.0 / p["tpot_s"]["p50"] for p in points], y=[p["output_tokens_per_s"] / gpus for p in points],
+            mode="lines+markers", name=x["label"], line={"color": SERIES[i % len(SERIES)]},
+            text=[f"{fmt_number(p['rate_per_s'])} req/s offered" for p in points],
+            hovertemplate=f"%{{text}}<br>%{{x:{D3_NUMBER}}} tok/s per user<br>%{{y:{D3_NUMBER}}} tok/s per GPU"
+                          "<extra></extra>"))
+    fig.update_xaxes(title_text="output tokens/s per user (1 / median TPOT)", tickformat=D3_NUMBER)
+    fig.update_yaxes(title_text="output tokens/s per GPU", tickformat=D3_NUMBER, rangemode="tozero")
+    fig.update_layout(height=420, margin={"t": 30, "b": 10},
+                      legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0})
+    return fig
+
+
 def per_million_figure(r: dict[str, Any]) -> go.Figure:
-    """Cost (EUR) and carbon (kg CO2e) per million output tokens in each country."""
+    """Cost (EUR) and carbon (g, kg or t CO2e) per million output tokens in each country."""
     countries = [c["code"] for c in (r.get("power") or {}).get("countries", [])]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Cost per million output tokens",
                                                         "Carbon per million output tokens"))
     cost = [r["cost_per_million_output_tokens_eur"].get(c) for c in countries]
+    carbon = [r["carbon_per_million_output_tokens_kg"].get(c) for c in countries]
+    unit, kg = carbon_axis_kg(max((c or 0.0 for c in carbon), default=0.0))
     fig.add_trace(go.Bar(x=countries, y=cost, marker_color="#E69F00", showlegend=False,
-                         hovertemplate="%{x}: %{y:.3g} EUR<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Bar(x=countries, y=[r["carbon_per_million_output_tokens_kg"].get(c) for c in countries],
+                         hovertemplate=f"%{{x}}: %{{y:{D3_NUMBER}}} EUR<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=countries, y=[c / kg if c is not None else None for c in carbon],
                          marker_color="#0072B2", showlegend=False,
-                         hovertemplate="%{x}: %{y:.3g} kg CO2e<extra></extra>"), row=1, col=2)
-    fig.update_yaxes(title_text="EUR", row=1, col=1)
-    fig.update_yaxes(title_text="kg CO2e", row=1, col=2)
+                         hovertemplate=f"%{{x}}: %{{y:{D3_NUMBER}}} {unit} CO2e<extra></extra>"), row=1, col=2)
+    fig.update_yaxes(title_text="EUR", tickformat=D3_NUMBER, row=1, col=1)
+    fig.update_yaxes(title_text=f"{unit} CO2e", tickformat=D3_NUMBER, row=1, col=2)
     fig.update_layout(height=340, margin={"t": 40, "b": 10})
     return fig
 
 
 def deployment_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """The deployment and its alternatives side by side, one row each, units in the column names."""
+    """The deployment and its alternatives side by side, one row each, costs first after the name, every
+    number through the one formatter."""
     site = r["country"]
     rows = []
     for x in [r, *(r.get("alternatives") or [])]:
         fits = x["requests_per_s"] is not None
-        cost = x["cost_per_million_output_tokens_eur"].get(site) if fits else None
         rows.append({
             "deployment": x["label"], "GPUs": x["gpus_used"],
-            "output tokens/s": round(x["output_tokens_per_s"]) if fits else None,
-            "TTFT p99 [ms]": round(x["ttft_s"]["p99"] * MS, 1) if fits else None,
-            "TPOT p99 [ms]": round(x["tpot_s"]["p99"] * MS, 1) if fits else None,
             "SLO": ("met" if x["slo_met"] else "not met") if fits else "does not fit",
-            "kWh per M tokens": x["energy_per_million_output_tokens_kwh"],
-            f"EUR per M tokens ({site})": cost,
-            f"kg CO2e per M tokens ({site})": x["carbon_per_million_output_tokens_kg"].get(site) if fits else None,
+            f"cost / M tok ({site})": fmt_money_eur(x["cost_per_million_output_tokens_eur"].get(site)) if fits else "",
+            "output tok/s": fmt_number(x["output_tokens_per_s"]) if fits else "",
+            "TTFT p99": fmt_duration(x["ttft_s"]["p99"]) if fits else "",
+            "TPOT p99": fmt_duration(x["tpot_s"]["p99"]) if fits else "",
+            "energy / M tok": fmt_energy_kwh(x["energy_per_million_output_tokens_kwh"]) if fits else "",
+            f"carbon / M tok ({site})": co2e(x["carbon_per_million_output_tokens_kg"].get(site)) if fits else "",
         })
     return rows
 
 
 def capacity_rows(capacity: dict[str, Any]) -> list[dict[str, Any]]:
     """Highest rate within the SLO per replica, per GPU and for the deployment, one row per deployment."""
-    return [{"deployment": x["label"], "per replica [req/s]": round(x["per_replica_rate_per_s"], 3),
-             "per GPU [req/s]": round(x["per_gpu_rate_per_s"], 3), "replicas": x["replicas"],
-             "deployment [req/s]": round(x["rate_per_s"], 3),
-             "offline [req/s]": round(x["offline_requests_per_s"], 3)}
+    return [{"deployment": x["label"], "deployment [req/s]": fmt_number(x["rate_per_s"]), "replicas": x["replicas"],
+             "per replica [req/s]": fmt_number(x["per_replica_rate_per_s"]),
+             "per GPU [req/s]": fmt_number(x["per_gpu_rate_per_s"]),
+             "offline [req/s]": fmt_number(x["offline_requests_per_s"])}
             for x in [capacity, *(capacity.get("alternatives") or [])]]

@@ -13,7 +13,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from twin.engine.step import PART_LABELS
-from twin.figures.colours import PART_COLOURS, SPAN_PARTS, span_colour
+from twin.figures.colours import LEGEND_BELOW, PART_COLOURS, SPAN_PARTS, span_colour
+from twin.formatting import fmt_duration_s
 
 SPAN_LABELS = {"forward": "forward pass (GPU compute)", "backward": "backward pass (GPU compute)",
                "send": PART_LABELS["pp_comm"], "dp_comm": PART_LABELS["dp_comm"],
@@ -59,8 +60,8 @@ def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
         yaxis={"categoryorder": "array", "categoryarray": [f"stage {s}" for s in reversed(stages)]},
         uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"},
         height=190 + ROW_PX * max(1, len(stages)),
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-        margin={"l": 70, "r": 20, "t": 90, "b": 40},
+        legend=LEGEND_BELOW,
+        margin={"l": 70, "r": 20, "t": 50, "b": 100},
     )
     return fig
 
@@ -74,7 +75,7 @@ def step_parts(result: dict[str, Any]) -> list[tuple[str, str, float]]:
 def step_parts_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The step breakdown as table rows: part, seconds, share of the step."""
     step_s = float(result.get("step_time_s") or 1.0)
-    return [{"part": label, "time [s]": round(value, 4), "share of step [%]": round(100 * value / step_s, 1)}
+    return [{"part": label, "time": fmt_duration_s(value), "share of step [%]": round(100 * value / step_s, 1)}
             for _, label, value in step_parts(result)]
 
 
@@ -96,8 +97,8 @@ def step_breakdown_figure(result: dict[str, Any]) -> go.Figure:
             insidetextanchor="middle",
             hovertemplate=f"{label}: %{{x:.3f}} s ({value / step_s:.1%})<extra></extra>",
         ))
-    fig.update_layout(title=f"Step time {step_s:.3f} s", barmode="stack", xaxis_title="seconds",
-                      uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"}, height=260,
-                      legend={"orientation": "h", "y": -0.45, "yanchor": "top", "x": 0, "traceorder": "normal"},
-                      margin={"l": 50, "r": 20, "t": 50, "b": 10})
+    fig.update_layout(title=f"Step time {fmt_duration_s(step_s)}", barmode="stack", xaxis_title="seconds",
+                      uniformtext={"minsize": MIN_LABEL_PX, "mode": "hide"}, height=320,
+                      legend=LEGEND_BELOW | {"traceorder": "normal"},
+                      margin={"l": 50, "r": 20, "t": 50, "b": 130})
     return fig

@@ -66,6 +66,25 @@ def metrics(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
     return [c for c in PREFERRED if c in numeric] + [c for c in numeric if c not in PREFERRED]
 
 
+def varies_across(rows: list[dict[str, Any]], metric: str, x: str, line: str) -> bool:
+    """True when ``metric`` differs between the lines of ``line`` at some value of ``x`` (the lines are not one)."""
+    seen: dict[Any, set] = {}
+    for r in ok_rows(rows):
+        if r.get(metric) is not None:
+            seen.setdefault(r.get(x), set()).add(round(float(r[metric]), 9))
+    return any(len(values) > 1 for values in seen.values())
+
+
+def default_metric(rows: list[dict[str, Any]], choices: list[str], x: str, line: str | None) -> str:
+    """The first metric whose lines differ (time to train is the same in every country: five identical lines
+    would say nothing), else the first metric."""
+    if line:
+        for metric in choices:
+            if varies_across(rows, metric, x, line):
+                return metric
+    return choices[0]
+
+
 def _order(value: Any) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, 0, str(value))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.formatting import fmt_money_eur
+from twin.formatting import fmt_money_eur, fmt_number
 from twin.report.format import ms, rate, slo, table
 
 
@@ -59,7 +59,7 @@ def capacity_summary(record: dict[str, Any]) -> str:
     sweep = r["sweep"]
     if sweep:
         out += ["", f"Bisection of {r['label']}", ""]
-        out.append(table([[rate(p["rate_per_s"]), f"{p['output_tokens_per_s']:,.0f}", ms(p["ttft_s"]["p99"]),
+        out.append(table([[rate(p["rate_per_s"]), fmt_number(p['output_tokens_per_s']), ms(p["ttft_s"]["p99"]),
                            ms(p["tpot_s"]["p99"]), "met" if p["slo_met"] else "not met"] for p in sweep],
                          ["offered", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO"]))
     for x in [r, *(r.get("alternatives") or [])]:

@@ -1,14 +1,24 @@
 """``python -m twin fit`` as text (``FitReport.to_dict()``): the options that fit, ranked, then the closest
-that do not."""
+that do not.
+
+Rows that read the same but for the fine-tuning method (LoRA and QLoRA on the same NF4 base) or the base
+precision (fp8 and int8 weights take the same bytes) are merged into one row naming both; the ten best rows
+are shown unless asked otherwise. The memory column's parts (weights, gradients, optimizer, activations and
+the runtime's reserve) add up to its total.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from twin.report.format import METHOD_NAMES, eur, table
-from twin.units import fmt_bytes, fmt_duration, fmt_si
+from twin.formatting import fmt_energy_kwh, fmt_money_eur
+from twin.report.format import METHOD_NAMES, table
+from twin.units import fmt_bytes, fmt_duration
 
 GIB_BYTES = 2**30  # a gibibyte (IEC 80000-13), the unit of the memory column
+DEFAULT_TOP = 10   # rows shown by default: the ten best options that fit
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "runtime")
+METHOD_COLUMN, BASE_COLUMN = 3, 4   # the columns a merged row may join
 
 
 def short_plan(description: str) -> str:
@@ -18,32 +28,56 @@ def short_plan(description: str) -> str:
     return " ".join([head, *extras])
 
 
-def _row(i: int, o: dict[str, Any], countries: list[str]) -> list[str]:
+def memory_cell(o: dict[str, Any]) -> str:
+    """'83.6 GiB of 180 GiB (35.9+0.2+0.8+44.7+2.0 GiB)': the parts, rounded alike, add up to the total shown."""
     bd = o["memory_breakdown_bytes"]
+    parts = [round(bd.get(k, 0.0) / GIB_BYTES, 1) for k in MEMORY_PARTS]
     paged = o["memory_per_gpu_bytes"] > o["memory_capacity_bytes"]
-    memory = (f"{fmt_bytes(o['memory_per_gpu_bytes'])} of {fmt_bytes(o['memory_capacity_bytes'])} "
-              f"({bd['weights'] / GIB_BYTES:.1f}+{bd['gradients'] / GIB_BYTES:.1f}+{bd['optimizer'] / GIB_BYTES:.1f}"
-              f"+{bd['activations'] / GIB_BYTES:.1f} GiB{', optimizer paged' if paged else ''})")
+    return (f"{sum(parts):.1f} GiB of {fmt_bytes(o['memory_capacity_bytes'])} "
+            f"({'+'.join(f'{p:.1f}' for p in parts)} GiB{', optimizer paged' if paged else ''})")
+
+
+def _row(o: dict[str, Any], countries: list[str]) -> list[str]:
+    """One option's cells, without its rank."""
     cost = o["total_cost_eur"]
-    return ([str(i), o["node"], f"{o['gpus']}", METHOD_NAMES[o["method"]], o["weights"], short_plan(o["plan"]),
-             memory, fmt_duration(o["time_to_train_s"]), fmt_si(o["energy_facility_kwh"] * 1e3, "Wh")]
-            + [eur(cost.get(c)) for c in countries])
+    return ([o["node"], f"{o['gpus']}", METHOD_NAMES[o["method"]], o["weights"], short_plan(o["plan"]),
+             memory_cell(o), fmt_duration(o["time_to_train_s"]), fmt_energy_kwh(o["energy_facility_kwh"])]
+            + [fmt_money_eur(cost.get(c)) for c in countries])
 
 
-def fit_table(record: dict[str, Any], top: int | None = None) -> str:
-    """``python -m twin fit`` as text: the options that fit, ranked, then the closest that do not."""
+def merge_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order."""
+    merged: list[list[str]] = []
+    for row in rows:
+        for kept in merged:
+            differ = [i for i, (a, b) in enumerate(zip(kept, row)) if a != b]
+            if len(differ) == 1 and differ[0] + 1 in (METHOD_COLUMN, BASE_COLUMN):
+                kept[differ[0]] = kept[differ[0]] + " / " + row[differ[0]]
+                break
+            if not differ:
+                break
+        else:
+            merged.append(list(row))
+    return merged
+
+
+def fit_table(record: dict[str, Any], top: int | None = DEFAULT_TOP) -> str:
+    """``python -m twin fit`` as text: the best ``top`` rows that fit (0 or None: all), then the closest misses."""
     options = record["options"]
     fits = [o for o in options if o["fits"]]
-    shown = fits[:top] if top else fits
     countries = list(fits[0]["energy_cost_eur"]) if fits else []
-    header = ["#", "node", "GPUs", "method", "base", "plan", "memory/GPU (weights+grads+optimizer+activations)",
+    header = ["#", "node", "GPUs", "method", "base", "plan", "memory/GPU (weights+grads+optimizer+activations+runtime)",
               "time to train", "energy"] + [f"cost {c}" for c in countries]
-    rows = [_row(i, o, countries) for i, o in enumerate(shown, 1)]
+    rows = merge_rows([_row(o, countries) for o in fits])
+    shown = rows[:top] if top else rows
     by = "time to train" if record["by"] == "time" else f"cost at the site ({record['country']})"
-    out = [f"twin fit — {record['scenario']}: {len(fits)} of {len(options)} options fit, ranked by {by}", ""]
-    out.append(table(rows, header) if rows else "no option fits")
-    if top and len(fits) > top:
-        out.append(f"... {len(fits) - top} more that fit (--top 0 lists them all)")
+    out = [f"twin fit — {record['scenario']}: {len(fits)} of {len(options)} options fit, ranked by {by}"
+           + (f"; {len(rows)} distinct rows" if len(rows) < len(fits) else ""), ""]
+    out.append(table([[str(i), *r] for i, r in enumerate(shown, 1)], header) if shown else "no option fits")
+    if top and len(rows) > top:
+        out.append(f"... {len(rows) - top} more rows that fit (--top 0 lists them all)")
+    if countries:
+        out.append("cost: the energy at each country's electricity price, plus GPU rental where the scenario sets it")
     misses = [o for o in options if not o["fits"]]
     if misses:
         closest = ", ".join(f"{o['node']} x{o['gpus']} {METHOD_NAMES[o['method']]} {o['weights']} "

@@ -11,30 +11,6 @@ from twin.units import fmt_duration
 METHOD_NAMES = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
 
 
-def mass(kg: float) -> str:
-    """CO2e as planners read it: '350 kg CO2e', '1,234.5 t CO2e'."""
-    return f"{kg:,.1f} kg CO2e" if kg < 1e3 else f"{kg / 1e3:,.1f} t CO2e"
-
-
-def eur(amount: float | None) -> str:
-    """An amount of euros, cents below 100 EUR; n/a when there is none."""
-    if amount is None:
-        return "n/a"
-    return f"{amount:,.2f} EUR" if amount < 100 else f"{amount:,.0f} EUR"
-
-
-def euros(amount: float) -> str:
-    """An amount of euros in a study's table: millions as 'M EUR', three digits below 100 EUR."""
-    if abs(amount) >= 1e6:
-        return f"{amount / 1e6:,.2f} M EUR"
-    return f"{amount:,.0f} EUR" if abs(amount) >= 100 else f"{amount:.3g} EUR"
-
-
-def tonnes(kg: float) -> str:
-    """CO2e in a study's table: tonnes from 1,000 kg, three digits below."""
-    return f"{kg / 1000.0:,.1f} t CO2e" if abs(kg) >= 1000 else f"{kg:.3g} kg CO2e"
-
-
 def cell(value: Any) -> str:
     """A value of a study's table as text: '-' for none, floats in their shortest form."""
     if value is None:

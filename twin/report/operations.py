@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.report.format import duration, spread, table, times
 from twin.units import fmt_duration, fmt_si
 
@@ -57,14 +58,14 @@ def _energy_lines(r: dict[str, Any]) -> list[str]:
            f"peak {fmt_si(p['peak_facility_w'], 'W')}"
            + (f" against a {fmt_si(limit, 'W')} limit: {p['hours_over_limit']:,.1f} h over" if limit else "")]
     share = jobs["energy_it_kwh"] / cluster["energy_it_kwh"] if cluster["energy_it_kwh"] else 0.0
-    out.append(f"Energy        IT {cluster['energy_it_kwh'] / 1e3:,.1f} MWh, facility "
-               f"{cluster['energy_facility_kwh'] / 1e3:,.1f} MWh (PUE {p['pue']:.2f}); jobs {share:.0%}, idle nodes, "
+    out.append(f"Energy        IT {fmt_energy_kwh(cluster['energy_it_kwh'])}, facility "
+               f"{fmt_energy_kwh(cluster['energy_facility_kwh'])} (PUE {p['pue']:.2f}); jobs {share:.0%}, idle nodes, "
                "spares and fabric the rest")
     aware, site = r["carbon_aware"], r["country"]
     if aware:
         out.append(f"Carbon-aware  {aware['deferred_jobs']:,} deferrable jobs held "
                    f"{fmt_duration(aware['mean_hold_s'])} "
-                   f"on average: {aware['saved_kg'][site]:,.0f} kg CO2e saved at the site "
+                   f"on average: {fmt_co2e_kg(aware['saved_kg'][site])} saved at the site "
                    f"({aware['saved_kg'][site] / aware['baseline_carbon_kg'][site]:.2%}); mean wait "
                    f"{fmt_duration(aware['mean_wait_s'] or 0.0)} against "
                    f"{fmt_duration(aware['baseline_mean_wait_s'] or 0.0)}")
@@ -79,8 +80,7 @@ def _country_table(r: dict[str, Any]) -> str:
         cost = cluster["energy_cost_eur"][code]
         rows.append([code + (" (site)" if code == site else ""),
                      f"{c['intensity_g_per_kwh']:.0f} g CO2e/kWh " + ("hourly" if c["hourly"] else "annual"),
-                     f"{cluster['carbon_kg'][code] / 1e3:,.1f} t CO2e",
-                     f"{cost:,.0f} EUR" if cost is not None else "n/a"])
+                     fmt_co2e_kg(cluster['carbon_kg'][code]), fmt_money_eur(cost)])
     return table(rows, ["country", "intensity", "carbon", "energy cost"])
 
 
@@ -91,10 +91,9 @@ def _tenant_table(r: dict[str, Any]) -> str:
         jobs_n = sum(1 for j in r["jobs"] if j["tenant"] == name)
         cost = t["energy_cost_eur"][site]
         wait = r["wait_s"]["by_tenant"].get(name, {})
-        rows.append([name, f"{jobs_n:,}", spread(wait), f"{t['gpu_hours']:,.0f}",
-                     f"{t['energy_facility_kwh'] / 1e3:,.1f} MWh", f"{t['carbon_kg'][site] / 1e3:,.2f} t",
-                     f"{cost:,.0f} EUR" if cost is not None else "n/a"]
-                    + ([f"{t['rental_cost_eur']:,.0f} EUR"] if rental is not None else []))
+        rows.append([name, f"{jobs_n:,}", spread(wait), fmt_number(t['gpu_hours']),
+                     fmt_energy_kwh(t['energy_facility_kwh']), fmt_co2e_kg(t['carbon_kg'][site]), fmt_money_eur(cost)]
+                    + ([fmt_money_eur(t['rental_cost_eur'])] if rental is not None else []))
     return table(rows, ["tenant", "jobs", "wait P50/P90/P99", "GPU-hours", "energy (facility)",
                         f"carbon ({site})", f"energy cost ({site})"] + (["rental"] if rental is not None else []))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.formatting import fmt_money_eur
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur
 from twin.report.format import ms, rate, slo, table, triple
 from twin.units import fmt_bytes, fmt_si
 
@@ -39,9 +39,9 @@ def _run_lines(r: dict[str, Any]) -> list[str]:
     p = r["power"]
     out.append(f"Power (IT)    average {fmt_si(r['avg_power_it_w'], 'W')} (GPU {p['gpu_avg_w']:.0f} W"
                + (" per MIG instance" if r["deployment"]["mig"] else "") + ")")
-    out.append(f"Per million   {r['energy_per_million_output_tokens_kwh']:.3g} kWh facility "
-               f"({r['energy_per_million_output_tokens_it_kwh']:.3g} kWh IT × PUE {r['pue']:.2f}) per million "
-               "output tokens" + (f"; GPU rental {p['rental_per_million_output_tokens_eur']:,.3g} EUR"
+    out.append(f"Per million   {fmt_energy_kwh(r['energy_per_million_output_tokens_kwh'])} facility "
+               f"({fmt_energy_kwh(r['energy_per_million_output_tokens_it_kwh'])} IT × PUE {r['pue']:.2f}) per million "
+               "output tokens" + (f"; GPU rental {fmt_money_eur(p['rental_per_million_output_tokens_eur'])}"
                                   if p["rental_per_million_output_tokens_eur"] is not None else ""))
     c = r.get("cost_eur")
     if c and c["per_million_input_tokens"] is not None:
@@ -62,8 +62,7 @@ def _country_rows(r: dict[str, Any]) -> list[list[str]]:
         cost = r["cost_per_million_output_tokens_eur"].get(c["code"])
         rows.append([c["code"] + (" (site)" if c["code"] == r["country"] else ""),
                      f"{c['intensity_g_per_kwh']:.0f} g CO2e/kWh",
-                     f"{r['carbon_per_million_output_tokens_kg'][c['code']]:.3g} kg CO2e",
-                     f"{cost:.3g} EUR" if cost is not None else "n/a"])
+                     fmt_co2e_kg(r['carbon_per_million_output_tokens_kg'][c['code']]), fmt_money_eur(cost)])
     return rows
 
 
@@ -83,8 +82,8 @@ def _comparison_row(r: dict[str, Any]) -> list[str]:
     cost = r["cost_per_million_output_tokens_eur"].get(site)
     return [r["label"], f"{r['gpus_used']:,}", f"{r['output_tokens_per_s']:,.0f}", ms(r["ttft_s"]["p99"]),
             ms(r["tpot_s"]["p99"]), "met" if r["slo_met"] else "NOT met",
-            f"{r['energy_per_million_output_tokens_kwh']:.3g}", f"{cost:.3g}" if cost is not None else "n/a",
-            f"{r['carbon_per_million_output_tokens_kg'][site]:.3g}"]
+            fmt_energy_kwh(r['energy_per_million_output_tokens_kwh']), fmt_money_eur(cost),
+            fmt_co2e_kg(r['carbon_per_million_output_tokens_kg'][site])]
 
 
 def serving_summary(record: dict[str, Any]) -> str:
@@ -97,7 +96,7 @@ def serving_summary(record: dict[str, Any]) -> str:
         out += ["", "Compared deployments (the same model and load)", ""]
         out.append(table([_comparison_row(x) for x in [r, *alternatives]],
                          ["deployment", "GPUs", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO",
-                          "kWh/M tok", f"EUR/M tok ({r['country']})", f"kg CO2e/M tok ({r['country']})"]))
+                          "energy/M tok", f"cost/M tok ({r['country']})", f"carbon/M tok ({r['country']})"]))
     for w in [*r["warnings"], *(w for x in alternatives for w in x["warnings"])]:
         out.append(f"warning: {w}")
     return "\n".join(out)

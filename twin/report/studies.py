@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.report.format import cell, euros, table, tonnes
-from twin.units import fmt_bytes, fmt_duration, fmt_si
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur
+from twin.report.format import cell, table
+from twin.units import fmt_bytes, fmt_duration
 
 # Columns of a study's tables in words, with their formatter.
 OBJECTIVE_COLUMNS = {
     "time_to_train_s": ("time to train", fmt_duration),
-    "site_total_cost_eur": ("cost", euros),
-    "site_carbon_kg": ("carbon", tonnes),
+    "site_total_cost_eur": ("cost", fmt_money_eur),
+    "site_carbon_kg": ("carbon", fmt_co2e_kg),
     "ttft_s.p99": ("p99 time to first token", fmt_duration),
-    "site_cost_per_million_output_tokens_eur": ("cost per M output tokens", lambda v: f"{v:,.3g} EUR"),
-    "site_carbon_per_million_output_tokens_kg": ("carbon per M output tokens", lambda v: f"{v:,.3g} kg CO2e"),
+    "site_cost_per_million_output_tokens_eur": ("cost per M output tokens", fmt_money_eur),
+    "site_carbon_per_million_output_tokens_kg": ("carbon per M output tokens", fmt_co2e_kg),
     "wait_s.all.p90": ("p90 wait", fmt_duration),
-    "site_energy.cluster.energy_cost_eur": ("energy cost", euros),
-    "site_energy.cluster.carbon_kg": ("carbon", tonnes),
+    "site_energy.cluster.energy_cost_eur": ("energy cost", fmt_money_eur),
+    "site_energy.cluster.carbon_kg": ("carbon", fmt_co2e_kg),
 }
 # Rows of a table shown in the terminal at most.
 MAX_TABLE_ROWS = 20
@@ -88,5 +89,5 @@ def plan_summary(record: dict[str, Any]) -> str:
 def _plan_cells(rank: str, p: dict[str, Any]) -> list[str]:
     option = ", ".join(f"{k.split('.')[-1]} {v}" for k, v in p["option"].items()) or "-"
     return [rank, option, p["description"], f"{p['step_time_s']:.3f} s", fmt_duration(p["time_to_train_s"]),
-            fmt_bytes(p["memory_per_gpu_bytes"]), f"{p['mfu']:.1%}", fmt_si(p["energy_facility_kwh"] * 1e3, "Wh"),
-            tonnes(p["carbon_kg"]), euros(p["cost_eur"]) if p["cost_eur"] is not None else "-"]
+            fmt_bytes(p["memory_per_gpu_bytes"]), f"{p['mfu']:.1%}", fmt_energy_kwh(p["energy_facility_kwh"]),
+            fmt_co2e_kg(p["carbon_kg"]), fmt_money_eur(p["cost_eur"]) if p["cost_eur"] is not None else "-"]

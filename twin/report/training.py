@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from twin.engine.step import PART_LABELS
-from twin.formatting import fmt_money_eur
-from twin.report.format import METHOD_NAMES, eur, mass, table
+from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
+from twin.report.format import METHOD_NAMES, table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
 
 
@@ -40,7 +40,7 @@ def _step_lines(r: dict[str, Any]) -> list[str]:
                f"bottleneck: {r['bottleneck']}")
     parts = ", ".join(f"{PART_LABELS.get(k, k)} {v:.3f} s" for k, v in r["step_breakdown_s"].items() if v > 0)
     out.append(f"              {parts}")
-    out.append(f"Throughput    {r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU); "
+    out.append(f"Throughput    {fmt_number(r['tokens_per_s'])} tokens/s ({fmt_number(r['tokens_per_s_per_gpu'])} tokens/s/GPU); "
                f"{r['model_tflops_per_gpu']:.0f} TFLOP/s/GPU model, {r['hardware_tflops_per_gpu']:.0f} TFLOP/s/GPU "
                f"hardware; MFU {r['mfu']:.1%}")
     return out
@@ -75,7 +75,7 @@ def _job_lines(r: dict[str, Any]) -> list[str]:
 def _power_lines(r: dict[str, Any]) -> list[str]:
     """GPU-hours, IT power, racks, the power cap and energy."""
     p = r["power"]
-    out = [f"GPU-hours     {r['gpu_hours']:,.0f} used, {p['reserved_gpu_hours']:,.0f} reserved (every GPU of the "
+    out = [f"GPU-hours     {fmt_number(r['gpu_hours'])} used, {fmt_number(p['reserved_gpu_hours'])} reserved (every GPU of the "
            "cluster, spares and idle GPUs included)"]
     infra = p["infrastructure"]
     infra_w = infra["switches_w"] + infra["storage_w"]
@@ -89,8 +89,8 @@ def _power_lines(r: dict[str, Any]) -> list[str]:
     if p["power_cap_w"]:
         out.append(f"Power cap     {p['power_cap_w']:.0f} W per GPU: compute clock "
                    f"{p['power_cap_clock_factor']:.1%} of uncapped")
-    out.append(f"Energy        IT {fmt_si(r['energy_it_kwh'] * 1e3, 'Wh')}, "
-               f"facility {fmt_si(r['energy_facility_kwh'] * 1e3, 'Wh')} (PUE {r['pue']:.2f}"
+    out.append(f"Energy        IT {fmt_energy_kwh(r['energy_it_kwh'])}, "
+               f"facility {fmt_energy_kwh(r['energy_facility_kwh'])} (PUE {r['pue']:.2f}"
                + (", GPU-hours x TDP accounting" if p["accounting"] == "gpu-tdp" else "") + ")")
     return out
 
@@ -122,21 +122,20 @@ def _cost_lines(r: dict[str, Any]) -> list[str]:
     out = []
     embodied = r["embodied_carbon_kg"]
     if embodied is not None:
-        amount = f"{embodied / 1e3:,.1f} t" if embodied >= 1e3 else f"{embodied:,.0f} kg"
-        out.append(f"Embodied      {amount} CO2e (hardware, amortised over its lifetime)")
+        out.append(f"Embodied      {fmt_co2e_kg(embodied)} (hardware, amortised over its lifetime)")
     rental = r["rental_cost_eur"]
     if r.get("cost_eur"):
         out += _parts_lines(r)
     elif rental is not None:
-        out.append(f"GPU rental    {rental:,.0f} EUR")
+        out.append(f"GPU rental    {fmt_money_eur(rental)}")
     out += _ratio_lines(r)
     rows = []
     for code, kg in r["carbon_kg"].items():
         price = r["electricity_price_eur_per_kwh"].get(code)
         rows.append([code + (" (site)" if code == r["country"] else ""),
-                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", mass(kg),
-                     f"{price:.3f} EUR/kWh" if price is not None else "n/a", eur(r["energy_cost_eur"].get(code))]
-                    + ([eur(r["total_cost_eur"].get(code))] if rental is not None else []))
+                     f"{r['carbon_intensity_g_per_kwh'][code]:.0f} g CO2e/kWh", fmt_co2e_kg(kg),
+                     f"{price:.3f} EUR/kWh" if price is not None else "n/a", fmt_money_eur(r["energy_cost_eur"].get(code))]
+                    + ([fmt_money_eur(r["total_cost_eur"].get(code))] if rental is not None else []))
     header = ["country", "intensity", "carbon", "electricity", "energy cost"]
     if rental is not None and r.get("cost_eur"):
         names = PART_NAMES[r["cost_eur"]["pricing"]]

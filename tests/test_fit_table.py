@@ -1,0 +1,60 @@
+"""``twin fit`` as text: ten best rows by default, identical rows merged, memory parts that add up."""
+
+from __future__ import annotations
+
+import re
+
+from twin.report.fit import fit_table, memory_cell, merge_rows
+
+GIB = 2**30
+
+
+def _option(method: str, weights: str, hours: float, weights_gib: float = 35.85) -> dict:
+    """A fitting option with round numbers: its total is the sum of its parts."""
+    parts = {"weights": weights_gib * GIB, "gradients": 0.19 * GIB, "optimizer": 0.77 * GIB,
+             "activations": 44.74 * GIB, "runtime": 2.0 * GIB}
+    total = sum(parts.values())
+    return {"node": "dgx-b200", "gpus": 8, "method": method, "weights": weights, "fits": True, "plans_tried": 3,
+            "plan": "TP1 PP1 DP8 (1f1b, micro-batch 1 × 2, ZeRO-2, recompute none)",
+            "memory_per_gpu_bytes": total, "memory_capacity_bytes": 180 * GIB,
+            "memory_breakdown_bytes": {**parts, "total": total}, "time_to_train_s": hours * 3600.0,
+            "energy_facility_kwh": 1.7713, "energy_cost_eur": {"FR": 0.2561}, "total_cost_eur": {"FR": 0.2561}}
+
+
+def _record(options: list[dict]) -> dict:
+    return {"scenario": "s", "by": "time", "country": "FR", "options": options, "notes": []}
+
+
+def test_memory_parts_add_up_to_the_total_shown():
+    """Weights, gradients, optimizer, activations and the runtime's reserve: their sum is the total printed."""
+    text = memory_cell(_option("lora", "nf4", 1.0))
+    total, parts = re.match(r"([\d.]+) GiB of .* \(([\d.+]+) GiB\)", text).groups()
+    assert len(parts.split("+")) == 5
+    assert abs(sum(float(p) for p in parts.split("+")) - float(total)) < 1e-9
+    assert parts == "35.9+0.2+0.8+44.7+2.0" and total == "83.6"    # by hand: the rounded parts, summed
+
+
+def test_identical_rows_merge_on_method_or_base_only():
+    """LoRA and QLoRA on one NF4 base read the same: one row 'LoRA / QLoRA'; fp8 and int8 likewise."""
+    rows = [["n", "8", "LoRA", "nf4", "p", "m", "1 h"], ["n", "8", "QLoRA", "nf4", "p", "m", "1 h"],
+            ["n", "8", "LoRA", "fp8", "p", "m2", "2 h"], ["n", "8", "LoRA", "int8", "p", "m2", "2 h"],
+            ["n", "8", "QLoRA", "int8", "p", "m3", "2 h"]]
+    merged = merge_rows(rows)
+    assert [r[2:4] for r in merged] == [["LoRA / QLoRA", "nf4"], ["LoRA", "fp8 / int8"], ["QLoRA", "int8"]]
+
+
+def test_ten_best_by_default_and_all_with_top_zero():
+    """Twelve distinct options: ten shown and a line counting the rest; --top 0 shows all twelve."""
+    options = [_option("lora", "bf16", float(h + 1), weights_gib=10.0 + h) for h in range(12)]
+    text = fit_table(_record(options))
+    ranks = [line.split()[0] for line in text.splitlines() if re.match(r"^\d+\s+dgx", line)]
+    assert ranks == [str(i) for i in range(1, 11)]
+    assert "2 more rows that fit" in text
+    assert len([line for line in fit_table(_record(options), 0).splitlines() if re.match(r"^\d+\s+dgx", line)]) == 12
+
+
+def test_money_and_energy_through_the_one_formatter():
+    """Cost in EUR without SI prefix, energy in the unit that gives 1–999."""
+    text = fit_table(_record([_option("lora", "nf4", 1.0), _option("qlora", "nf4", 1.0)]))
+    assert "0.2561 EUR" in text and "1.771 kWh" in text and "LoRA / QLoRA" in text
+    assert "2 of 2 options fit" in text.splitlines()[0] and "1 distinct rows" in text.splitlines()[0]
