@@ -226,8 +226,8 @@ def test_data_and_building_figures_draw_their_records():
     from twin.figures.building import data_path_figure, data_path_rows, pue_by_hour_figure, storage_use_figure
 
     r = run_file("scenarios/jeroboam-video.yaml").to_dict()
-    rows = {row["part"]: row["time [s]"] for row in data_path_rows(r)}
-    assert rows["read from ddn-jeroboam"] == 0.96
+    rows = {row["part"]: row["time"] for row in data_path_rows(r)}
+    assert rows["read from ddn-jeroboam"] == "960 ms"
     assert data_path_figure(r).data[0].x[0] == 0.96
     use = storage_use_figure(r).data[0]
     assert len(use.y) == r["storage"]["checkpoints_written"] and use.x[0] == pytest.approx(1.0)   # hourly checkpoints

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from twin.figures.colours import LIMIT_LINE, PART_COLOURS
+from twin.formatting import fmt_duration_s
 from twin.units import SECONDS_PER_HOUR
 
 TB = 1e12
@@ -19,16 +20,16 @@ MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", 
 
 
 def data_path_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The loader's parts of one step against the GPUs' step, as table rows (seconds)."""
+    """The loader's parts of one step against the GPUs' step, as table rows (durations as people read them)."""
     s = result.get("storage") or {}
     feed = s.get("feed") or {}
     if not feed:
         return []
-    return [{"part": "read from " + feed["tier"], "time [s]": round(feed["read_s"], 4)},
-            {"part": "metadata (file opens)", "time [s]": round(feed["metadata_s"], 4)},
-            {"part": "CPU decode and augmentation", "time [s]": round(feed["decode_s"], 4)},
-            {"part": "GPU step without waiting", "time [s]": round(feed["step_s"], 4)},
-            {"part": "GPUs wait for data", "time [s]": round(feed["wait_s"], 4)}]
+    return [{"part": "read from " + feed["tier"], "time": fmt_duration_s(feed["read_s"])},
+            {"part": "metadata (file opens)", "time": fmt_duration_s(feed["metadata_s"])},
+            {"part": "CPU decode and augmentation", "time": fmt_duration_s(feed["decode_s"])},
+            {"part": "GPU step without waiting", "time": fmt_duration_s(feed["step_s"])},
+            {"part": "GPUs wait for data", "time": fmt_duration_s(feed["wait_s"])}]
 
 
 def data_path_figure(result: dict[str, Any]) -> go.Figure:
