@@ -19,24 +19,26 @@ TB = 1e12
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-def data_path_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The loader's parts of one step against the GPUs' step, as table rows (durations as people read them)."""
-    s = result.get("storage") or {}
-    feed = s.get("feed") or {}
+def _feed_parts(result: dict[str, Any]) -> list[tuple[str, float]]:
+    """The loader's parts of one step and the GPUs' step without waiting, then the wait (seconds)."""
+    feed = (result.get("storage") or {}).get("feed") or {}
     if not feed:
         return []
-    return [{"part": "read from " + feed["tier"], "time": fmt_duration_s(feed["read_s"])},
-            {"part": "metadata (file opens)", "time": fmt_duration_s(feed["metadata_s"])},
-            {"part": "CPU decode and augmentation", "time": fmt_duration_s(feed["decode_s"])},
-            {"part": "GPU step without waiting", "time": fmt_duration_s(feed["step_s"])},
-            {"part": "GPUs wait for data", "time": fmt_duration_s(feed["wait_s"])}]
+    return [("read from " + feed["tier"], feed["read_s"]), ("metadata (file opens)", feed["metadata_s"]),
+            ("CPU decode and augmentation", feed["decode_s"]), ("GPU step without waiting", feed["step_s"]),
+            ("GPUs wait for data", feed["wait_s"])]
+
+
+def data_path_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The loader's parts of one step against the GPUs' step, as table rows (durations as people read them)."""
+    return [{"part": part, "time": fmt_duration_s(seconds)} for part, seconds in _feed_parts(result)]
 
 
 def data_path_figure(result: dict[str, Any]) -> go.Figure:
     """Bars: what the loader needs per step (read, metadata, decode) against the GPUs' step."""
-    rows = data_path_rows(result)
-    labels = [r["part"] for r in rows[:4]]
-    values = [r["time [s]"] for r in rows[:4]]
+    parts = _feed_parts(result)[:4]
+    labels = [part for part, _ in parts]
+    values = [seconds for _, seconds in parts]
     colours = [PART_COLOURS["data"]] * 3 + [PART_COLOURS["compute"]]
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours,
                            hovertemplate="%{y}: %{x:.3g} s<extra></extra>"))
