@@ -8,6 +8,7 @@ import pytest
 from twin.api import build, parse_scenario
 from twin.engine.iteration import simulate_iteration
 from twin.engine.stage_costs import step_costs
+from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric, cluster_graph
 from twin.workload.placement import place
@@ -28,7 +29,7 @@ def _step(b, fabric: Fabric, nodes: tuple[int, ...]) -> float:
     """The step of the built job with its nodes at ``nodes`` of the fabric."""
     placement = place(b.plan, 8, "tp-dp-pp", nodes)
     comm = CommModel.on_fabric(fabric, b.cluster, b.efficiency, placement)
-    costs = step_costs(b.model, b.plan, b.ops, comm, placement, b.stack)
+    costs = step_costs(b.model, b.plan, b.ops, comm, placement, b.stack, straggler_spread=PER_GPU_SPREAD)
     return simulate_iteration(costs, b.plan).breakdown.step_s
 
 

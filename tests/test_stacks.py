@@ -16,6 +16,7 @@ from twin.engine.optimizer_step import OPTIMIZER_BYTES_PER_PARAM, step_work_s
 from twin.engine.sharding import ChunkWork, PassUnit, layer_tensors, pass_s, prefetch_window, sharded_extra_s
 from twin.engine.stack import META_KEYS, StackProfile, behaviour_fields, stack_names, stack_profile
 from twin.engine.stage_costs import _layer_costs, step_costs
+from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.operators.elementwise import LOSS_BYTES_PER_LOGIT
 from twin.engine.step import PART_LABELS, step_time
 from twin.errors import ScenarioError
@@ -341,4 +342,5 @@ def test_step_costs_take_the_profile_as_is():
     """The engine prices what it is given: a hand-made profile needs no catalog entry."""
     b = built()
     custom = StackProfile(name="custom", **{f: getattr(b.stack, f) for f in behaviour_fields()})
-    assert step_costs(b.model, b.plan, b.ops, b.comm, b.placement, custom) == b.costs
+    assert step_costs(b.model, b.plan, b.ops, b.comm, b.placement, custom,
+                      straggler_spread=PER_GPU_SPREAD) == b.costs

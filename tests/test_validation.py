@@ -3,9 +3,9 @@
 The per-group MAPE bounds below are the accuracy the twin has reached, with a
 small margin: a change that loses accuracy fails here. The role bounds: throughput
 MAPE ≤ 5% on calibration cases (the project's target) and, on check cases, the
-runs no efficiency was fitted on, what the twin reaches (7.5%) with a margin; the
-project's check target, 7%, is not met yet (docs/validation.md says where the
-error sits).
+runs no efficiency was fitted on, the project's check target of 7% (the twin
+reaches 6.6% with the slowest-of-N wait; the tighter 6% is not met yet,
+docs/validation.md says where the error sits).
 """
 
 from __future__ import annotations
@@ -30,23 +30,23 @@ pytestmark = pytest.mark.xdist_group("validation")
 
 # Mean absolute percentage error allowed per group (fraction), measured + margin.
 GROUP_MAPE_BOUNDS = {
-    "narayanan-2021": 0.07,
-    "korthikanti-2022": 0.04,
+    "narayanan-2021": 0.06,
+    "korthikanti-2022": 0.05,
     "llama-65b": 0.04,
     "nccl": 0.04,
-    "bloom-2022": 0.05,
-    "llama3-405b": 0.09,
-    "mt-nlg-2022": 0.29,
+    "bloom-2022": 0.02,
+    "llama3-405b": 0.06,
+    "mt-nlg-2022": 0.24,
     "mpt-llm-foundry": 0.07,
-    "mpt-llm-foundry-long": 0.08,
-    "nemo-h100-fp8": 0.08,
-    "torchtitan-a100": 0.05,
+    "mpt-llm-foundry-long": 0.07,
+    "nemo-h100-fp8": 0.06,
+    "torchtitan-a100": 0.04,
     "power": 0.03,
-    "torchtune-finetune": 0.10,
+    "torchtune-finetune": 0.09,
     "litgpt-lora": 0.17,
 }
 CALIBRATION_THROUGHPUT_TARGET = 0.05
-CHECK_THROUGHPUT_BOUND = 0.08
+CHECK_THROUGHPUT_BOUND = 0.07
 
 
 @pytest.fixture(scope="module")

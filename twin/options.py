@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 # -- training: precision, plan and method (training:, docs/scenario.md) -----------------------
 Precision = Literal["bf16", "fp16", "fp8", "tf32", "fp32"]
-Schedule = Literal["gpipe", "1f1b", "interleaved"]
+Schedule = Literal["gpipe", "1f1b", "interleaved", "deepspeed"]
 # Activation recomputation, from least to most work recomputed.
 Recompute = Literal["none", "selective", "full"]
 # Rank order, fastest-varying first (Megatron-LM's default, tp-dp-pp, keeps a tensor group in a node).

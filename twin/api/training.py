@@ -23,6 +23,7 @@ from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.engine.stage_costs import StepCosts, step_costs
+from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
@@ -67,6 +68,7 @@ class Section:
     ops: OperatorModel
     finetune: FinetuneSpec
     fp8_recipe: Fp8Recipe
+    straggler_spread: float = 0.0     # σ of a GPU's kernel time (engine/stragglers.py); 0: off
 
 
 def section_of(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Section:
@@ -83,7 +85,8 @@ def section_of(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where
     fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
                         attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
-    return Section(model, stack, ops, finetune_of(tr, model), fp8_recipe)
+    return Section(model, stack, ops, finetune_of(tr, model), fp8_recipe,
+                   PER_GPU_SPREAD if tr.stragglers else 0.0)
 
 
 @dataclass(frozen=True)
@@ -100,10 +103,12 @@ class Compiled:
     memory: MemoryBreakdown
     finetune: FinetuneSpec
     fp8_recipe: Fp8Recipe
+    straggler_spread: float = 0.0
 
     def costs(self, comm: CommModel, placement: Placement) -> StepCosts:
         """Per-stage costs of the step with its groups where ``placement`` puts them on ``comm``'s fabric."""
-        return step_costs(self.model, self.plan, self.ops, comm, placement, self.stack, self.finetune)
+        return step_costs(self.model, self.plan, self.ops, comm, placement, self.stack, self.finetune,
+                          self.straggler_spread)
 
 
 def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where: str = "training") -> Compiled:
@@ -112,7 +117,7 @@ def compile_training(tr: Training, cluster: ClusterSpec, efficiency: Efficiency,
     plan = resolve_plan(plan_request_of(tr.parallelism, s.stack), s.model, cluster, tr.global_batch, tr.seq_len)
     memory = memory_per_gpu(s.model, plan, tr.precision, s.stack.attention, s.finetune, s.fp8_recipe,
                             s.stack.loss_bytes_per_logit)
-    return Compiled(tr, s.model, plan, s.stack, s.ops, memory, s.finetune, s.fp8_recipe)
+    return Compiled(tr, s.model, plan, s.stack, s.ops, memory, s.finetune, s.fp8_recipe, s.straggler_spread)
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ def build_plan(prepared: Prepared, request: PlanRequest,
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
     comm = CommModel(p.cluster, p.efficiency, placement)
-    costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune)
+    costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune, s.straggler_spread)
     return Built(p.scenario, p.cluster, s.model, plan, placement, p.efficiency, s.stack, s.ops, comm, costs, memory,
                  s.finetune, s.fp8_recipe)
 

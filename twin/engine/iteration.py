@@ -29,17 +29,19 @@ per-step overheads and the optimizer, and with ZeRO-1/2 the updated parameters
 are all-gathered: with ``overlap_param_gather`` overlapped with the next step's
 first forward (modelled at the start of this step, layer by layer), otherwise
 exposed after the optimizer.
+
+The step then waits for its slowest GPU (``stragglers``; not drawn in the timeline).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import simpy
 
 from twin.engine.stage_costs import StepCosts
-from twin.engine.step import StepBreakdown, step_time
+from twin.engine.step import StepBreakdown, step_time, with_stragglers
 from twin.workload.plan import ParallelPlan
 
 FORWARD, BACKWARD = "forward", "backward"
@@ -103,7 +105,8 @@ def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches
 # same time to a step (the steady state of 1F1B: one forward and one backward of the busiest
 # stage), so a step of many micro-batches is played with STEADY_MICROBATCHES_PER_STAGE · p of
 # them and p fewer, and extended linearly; a schedule of more passes than MAX_SIMULATED_PASSES
-# is timed in closed form (``step.step_time``) and has no timeline.
+# is timed in closed form (``step.step_time``) and has no timeline; so is DeepSpeed's lockstep
+# pipeline (``deepspeed_pipe``).
 STEADY_MICROBATCHES_PER_STAGE = 4
 MIN_SIMULATED_MICROBATCHES = 32
 MAX_SIMULATED_PASSES = 100_000
@@ -114,17 +117,19 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
     p, v, m = plan.pipeline, plan.virtual_stages, plan.microbatches
     played = max(MIN_SIMULATED_MICROBATCHES, STEADY_MICROBATCHES_PER_STAGE * p)
     played -= played % p
-    if 2 * p * v * min(m, played) > MAX_SIMULATED_PASSES:
+    if 2 * p * v * min(m, played) > MAX_SIMULATED_PASSES or plan.schedule == "deepspeed":
         return IterationResult(step_time(costs, plan), (), ())
     if m <= played:
-        return _simulate_cached(costs, _plan_key(plan, m))
+        played_m = _simulate_cached(costs, _plan_key(plan, m))
+        waited = with_stragglers(costs, played_m.breakdown)
+        return played_m if waited is played_m.breakdown else replace(played_m, breakdown=waited)
     long = _simulate_cached(costs, _plan_key(plan, played))
     short = _simulate_cached(costs, _plan_key(plan, played - p))
     per_microbatch = [(a - b) / p for a, b in zip(_parts(long.breakdown), _parts(short.breakdown))]
     extended = StepBreakdown(*(a + (m - played) * d for a, d in zip(_parts(long.breakdown), per_microbatch)),
                              bottleneck_stage=long.breakdown.bottleneck_stage)
     in_flight = tuple(m if plan.schedule == "gpipe" else n for n in long.peak_in_flight)
-    return IterationResult(extended, long.timeline, in_flight)
+    return IterationResult(with_stragglers(costs, extended), long.timeline, in_flight)
 
 
 def _parts(b: StepBreakdown) -> tuple[float, ...]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from twin.engine.optimizer_step import step_work_s
 from twin.engine.sharding import ChunkWork, sharded_extra_s
 from twin.engine.stack import StackProfile
+from twin.engine.stragglers import straggler_fraction
 from twin.network.collectives import CommModel
 from twin.operators.elementwise import (AUTOCAST_CAST_BYTES_PER_PARAM, FLASH_BACKWARD_FACTOR, LOSS_BYTES_PER_LOGIT,
                                         ROPE_BYTES_PER_ELEMENT, STANDARD_ATTENTION_BYTES_PER_SCORE, elementwise_bytes)
@@ -59,6 +60,7 @@ class StepCosts:
     optimizer_s: float
     overlap_slowdown: float = 0.0    # extra time of compute per second of a data-parallel collective running beside it
     overheads_s: float = 0.0         # per-step work outside the passes: gradient zeroing, casts, the gradient norm
+    straggler_fraction: float = 0.0  # compute time added per second of it by the slowest of the plan's GPUs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", tuple(self.chunks))
@@ -312,11 +314,13 @@ def _dp_collectives_s(plan: ParallelPlan, precision: str, comm: CommModel, place
 
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
-               placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL) -> StepCosts:
+               placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL,
+               straggler_spread: float = 0.0) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the work between steps.
 
     Data parallelism works over the fullest stage's trained parameters (all of them, or the
-    adapters), gradients reduced in the stack's element type."""
+    adapters), gradients reduced in the stack's element type. ``straggler_spread``: σ of a GPU's
+    kernel time (``stragglers``); the step waits for the slowest of the plan's GPUs."""
     precision = ops.precision
     fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack, ft)
     launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, precision,
@@ -334,4 +338,5 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     dense, expert = trained
     shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
     overheads, optimizer = step_work_s(dense + expert, shard, plan, ops, comm, placement, stack)
-    return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads)
+    return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads,
+                     straggler_fraction(plan.gpus, straggler_spread))

@@ -6,6 +6,7 @@ on one micro-batch (forward + backward + its sends), GPipe and 1F1B take
     T = m · max_i U_i + (Σ_i U_i - max_i U_i)      ( = (m + p - 1) · U for equal stages )
 
 and interleaved 1F1B with v chunks per stage divides the fill/drain term by v.
+DeepSpeed's pipeline engine (``deepspeed``) moves in lockstep (``deepspeed_pipe``).
 The bubble is T - m · max_i U_i, i.e. (p - 1)/m of the work for equal stages under
 1F1B and (p - 1)/(v·m) interleaved (Narayanan et al. SC'21 §2.2). Data-parallel
 gradient reduction overlaps the last micro-batch's backward when the plan says so;
@@ -16,8 +17,9 @@ of compute that shares the GPU with NCCL (``StepCosts.overlapped_s``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from twin.engine.deepspeed_pipe import lockstep_pipeline
 from twin.engine.stage_costs import StepCosts
 from twin.workload.plan import ParallelPlan
 
@@ -27,7 +29,9 @@ PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communicati
                "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
                "dp_comm": "data-parallel communication (exposed)",
                "overheads": "framework overheads (kernel launches, gradient zeroing and norm)",
-               "optimizer": "optimizer step", "data": "waiting for data (storage or loader)"}
+               "optimizer": "optimizer step", "data": "waiting for data (storage or loader)",
+               "stragglers": "waiting for the slowest GPU (stragglers)",
+               "lockstep": "pipeline stages waiting step by step for their neighbours (DeepSpeed)"}
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,15 @@ class StepBreakdown:
     optimizer_s: float
     bottleneck_stage: int
     data_s: float = 0.0         # GPUs waiting for the data loader (twin/storage/loading.py); 0 without training.data
+    straggler_s: float = 0.0    # the step waiting for its slowest GPU (twin/engine/stragglers.py)
+    lockstep_s: float = 0.0     # DeepSpeed's pipeline waiting step by step for its neighbours (deepspeed_pipe.py)
 
     def parts(self) -> dict[str, float]:
         """Seconds of the step in each part, by ``PART_LABELS`` key."""
         return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
                 "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "overheads": self.overheads_s,
-                "optimizer": self.optimizer_s, "data": self.data_s}
+                "optimizer": self.optimizer_s, "data": self.data_s, "stragglers": self.straggler_s,
+                "lockstep": self.lockstep_s}
 
     @property
     def bottleneck(self) -> str:
@@ -97,19 +104,42 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     if plan.schedule == "interleaved":
         fill_drain /= plan.virtual_stages
     pipeline_s = m * row.total_s + fill_drain
+    sends_s, lockstep_s = m * row.sends_s, 0.0
+    if plan.schedule == "deepspeed":
+        pipeline_s, sends_s, fill_drain, lockstep_s = _deepspeed_pipeline(costs, plan, rows, busiest)
 
     fwd, bwd = row.forward_s, row.backward_s
     dp_s = (costs.overlapped_s(bwd, costs.dp_reduce_s) - bwd if plan.overlap_grad_reduce else costs.dp_reduce_s)
     dp_s += (costs.overlapped_s(fwd, costs.dp_gather_s) - fwd if plan.overlap_param_gather else costs.dp_gather_s)
     step_s = pipeline_s + dp_s + costs.overheads_s + costs.optimizer_s
-    return StepBreakdown(
+    return with_stragglers(costs, StepBreakdown(
         step_s=step_s,
         compute_s=m * (fwd + bwd - row.comm_s - row.launch_s),
         tp_comm_s=m * row.comm_s,
-        pp_comm_s=m * row.sends_s,
-        bubble_s=pipeline_s - m * row.total_s,
+        pp_comm_s=sends_s,
+        bubble_s=pipeline_s - m * (row.total_s - row.sends_s) - sends_s - lockstep_s,
         dp_comm_s=dp_s + m * row.sharded_s,
         overheads_s=m * row.launch_s + costs.overheads_s,
         optimizer_s=costs.optimizer_s,
         bottleneck_stage=busiest,
-    )
+        lockstep_s=lockstep_s,
+    ))
+
+
+def _deepspeed_pipeline(costs: StepCosts, plan: ParallelPlan, rows: list[StageMicrobatch],
+                        busiest: int) -> tuple[float, float, float, float]:
+    """(pipeline, sends, fill and drain, lockstep wait) of DeepSpeed's ``TrainSchedule`` (``deepspeed_pipe``):
+    the fill and drain are 1F1B's on the same passes, the lockstep the rest of the wait."""
+    lock = lockstep_pipeline(costs, plan)
+    work = [r.total_s - r.sends_s for r in rows]
+    fill_drain = sum(work) - work[busiest]
+    lockstep_s = max(0.0, lock.pipeline_s - plan.microbatches * work[busiest] - lock.sends_s - fill_drain)
+    return lock.pipeline_s, lock.sends_s, fill_drain, lockstep_s
+
+
+def with_stragglers(costs: StepCosts, step: StepBreakdown) -> StepBreakdown:
+    """The step waiting for its slowest GPU: its compute lengthened by ``costs.straggler_fraction``."""
+    wait_s = costs.straggler_fraction * step.compute_s
+    if wait_s <= 0:
+        return step
+    return replace(step, step_s=step.step_s + wait_s, straggler_s=wait_s)

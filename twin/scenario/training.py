@@ -161,6 +161,7 @@ class Training(Strict):
     parallelism: Parallelism = Parallelism()
     checkpoint: Checkpoint = Checkpoint()
     data: Data | None = None               # the dataset and its storage (docs/storage.md)
+    stragglers: Flag = True                # the step waits for the slowest GPU (twin/engine/stragglers.py)
 
     @model_validator(mode="after")
     def _qlora_checkpoints_every_layer(self) -> "Training":
