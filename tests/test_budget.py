@@ -92,3 +92,14 @@ def test_too_many_samples_of_a_finishing_run_is_one_line_naming_the_field():
     with pytest.raises(ScenarioError) as refused:
         run_dict(data)
     assert refused.value.field == "failures.samples" and "samples fit" in str(refused.value)
+
+
+def test_the_bound_admits_the_most_samples_of_the_16k_job():
+    # The 405B job on 16,384 GPUs expects about 868 failures per sample (docs/engine.md): each of the
+    # 1,000 samples failures.samples allows must fit its share of the bound, never be cut short.
+    from twin.engine.job import MAX_SIMULATED_FAILURES
+
+    job = costs(ideal_s=868 * 100.0 * 0.925 / 1.1, mtbf_s=100.0)
+    assert expected_failures(job) == pytest.approx(868)
+    share = per_sample_share(job, samples=1000, limit=MAX_SIMULATED_FAILURES)
+    assert share == MAX_SIMULATED_FAILURES // 1000 >= failures_needed(868) == 1021

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.studies.plans import FIT_RULES, PLAN_RULES, PlanChoice, plan_choices
+from twin.studies.plans import FIT_RULES, PLAN_RULES, PlanChoice, plan_choices, undominated
 from twin.workload.model import model_spec
 
 LLAMA2_70B = model_spec("llama2-70b")           # 64 heads, 8 KV heads, 80 layers
@@ -43,3 +43,15 @@ def test_dominance_needs_the_same_shape():
     a = PlanChoice(2, 1, None, 1, "selective", microbatch=1)
     assert a.dominates(PlanChoice(2, 1, None, 1, "full", microbatch=1))
     assert not a.dominates(PlanChoice(2, 1, None, 1, "full", microbatch=2))
+
+
+def test_undominated_by_hand_and_as_every_pair_compared():
+    # ZeRO-2 without recomputation dominates ZeRO-2 and ZeRO-3 that recompute; ZeRO-1 is its own trade
+    shape = dict(tensor=2, pipeline=1, data=None, microbatch=1)
+    best, zero3, zero1 = (PlanChoice(**shape, zero=2, recompute="none"), PlanChoice(**shape, zero=3, recompute="full"),
+                          PlanChoice(**shape, zero=1, recompute="full"))
+    other = PlanChoice(tensor=4, pipeline=1, data=None, microbatch=1, zero=3, recompute="full")
+    assert undominated([best, zero3, zero1, other]) == {best, zero1, other}
+    plans = list(plan_choices(LLAMA2_70B, 16, 8, ("none", "selective", "full"), PLAN_RULES, global_batch=8))
+    pairwise = {c for c in plans if not any(o.dominates(c) for o in plans)}
+    assert undominated(plans) == pairwise and 0 < len(pairwise) < len(plans)

@@ -194,6 +194,14 @@ def step_of(scenario: Scenario) -> StepBreakdown:
     return step_time(built.costs, built.plan)
 
 
+def plan_step_s(prepared: Prepared, request: PlanRequest,
+                planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
+    """Seconds per step of one plan in closed form (``estimate``'s ``step.step_s``), without the site's
+    power, energy and cost: what a search ranks plans of one option by."""
+    built = build_plan(prepared, request, planned)
+    return step_time(built.costs, built.plan).step_s
+
+
 def estimate(prepared: Prepared, request: PlanRequest,
              planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> PlanEstimate:
     """One plan in closed form, without failures: the fast first pass of a plan search.

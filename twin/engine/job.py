@@ -46,8 +46,10 @@ TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.R
 MAX_TIMELINE_CHECKPOINTS = 2000
 # Work bound: failures simulated over all the samples of one job. A job expected to finish whose
 # samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
-# finishes stops at its share and is reported as not finished (docs/engine.md).
-MAX_SIMULATED_FAILURES = 200_000
+# finishes stops at its share and is reported as not finished (docs/engine.md). About 10 s of CPU:
+# the event loop (twin.engine.job_loop) plays about 150,000-200,000 failures per CPU-second of the
+# 16,384-GPU Llama 3 job (benchmarks/bench_job.py), so 1,000 samples of it (~868 failures each) run.
+MAX_SIMULATED_FAILURES = 2_000_000
 
 
 @dataclass(frozen=True)

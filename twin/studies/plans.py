@@ -100,6 +100,18 @@ class PlanChoice:
         return (self.tensor, self.pipeline, self.data, self.expert, self.microbatch, self.virtual_stages)
 
 
+def undominated(choices: list[PlanChoice]) -> set[PlanChoice]:
+    """The choices that no other choice of ``choices`` dominates (``PlanChoice.dominates``).
+
+    Only plans of one shape can dominate each other, so each choice is compared within its
+    shape alone: the same answer as comparing every pair, in time linear in the choices for
+    the few ZeRO stages and recomputation levels of a shape."""
+    by_shape: dict[tuple, list[PlanChoice]] = {}
+    for c in choices:
+        by_shape.setdefault(c._shape(), []).append(c)
+    return {c for c in choices if not any(o.dominates(c) for o in by_shape[c._shape()])}
+
+
 def powers_of_two(limit: int) -> list[int]:
     """1, 2, 4, ... up to ``limit``."""
     out, n = [], 1

@@ -36,6 +36,7 @@ from twin.api import (
     estimate,
     parse_scenario,
     plan_memory,
+    plan_step_s,
     prepare,
     simulate,
     with_overrides,
@@ -47,7 +48,7 @@ from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintN
 from twin.power.pricing import owned_nodes
 from twin.results import PlanEstimate, Result
 from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
-from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space
+from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space, undominated
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
 from twin.workload.model import ModelSpec
@@ -390,10 +391,11 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
         least = min(least, needed)
         if needed <= capacity:
             fitting.append((choice, request, planned))
-    kept = [f for f in fitting if not any(o.dominates(f[0]) for o, _, _ in fitting)]
+    free = undominated([choice for choice, _, _ in fitting])
+    kept = [f for f in fitting if f[0] in free]
     if not kept:
         return FitRow(option, None, tried, 0, least, capacity)
-    fastest = min(kept, key=lambda f: estimate(prepared, f[1], f[2]).step.step_s)[0]
+    fastest = min(kept, key=lambda f: plan_step_s(prepared, f[1], f[2]))[0]
     return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True), tried, len(kept), least,
                   capacity)
 
