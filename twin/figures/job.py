@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 
 from twin.figures.colours import FAILURE_COLOUR, NEUTRAL, PHASE_COLOURS, SERIES
 from twin.figures.lazy import make_subplots
-from twin.formatting import fmt_number
+from twin.formatting import D3_NUMBER, fmt_number
 from twin.units import SECONDS_PER_DAY, fmt_count, fmt_duration
 
 # Above this many failures or checkpoints, ticks are aggregated into bins (a count per bin).
@@ -147,6 +147,14 @@ def job_progress_figure(result: dict[str, Any]) -> go.Figure:
     return fig
 
 
+def _tick_step(span: float, ticks: int = 6) -> float:
+    """A round tick step (1, 2 or 5 times a power of ten) giving about ``ticks`` ticks over ``span``, so that a
+    narrow spread of long runs reads 100, 100.1, 100.2 rather than the bars' centres."""
+    raw = max(span, 1e-9) / ticks
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
 def time_to_train_figure(result: dict[str, Any]) -> go.Figure:
     """Histogram of time to train over the Monte Carlo samples, its axis fitted to their spread;
     P10/P50/P90 and the failure-free time as lines named in the legend."""
@@ -181,6 +189,7 @@ def time_to_train_figure(result: dict[str, Any]) -> go.Figure:
     fig.update_layout(title=f"Time to train over {len(values)} simulated run(s){note}", xaxis_title="days",
                       yaxis_title="runs", bargap=0.05, height=380,
                       xaxis_range=[low - pad, high + pad], yaxis_range=[0, top],
+                      xaxis={"tick0": 0.0, "dtick": _tick_step(high - low + pad), "tickformat": D3_NUMBER},
                       legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0},
                       margin={"l": 60, "r": 20, "t": 50, "b": 10})
     return fig
