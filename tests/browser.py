@@ -169,8 +169,9 @@ class Tab:
         """The line under the page title: the scenario and its what-if."""
         return self.page.evaluate(CAPTION_JS)
 
-    def turn(self, label: str, value: str) -> tuple[float, float]:
-        """Set a sidebar number knob; seconds until the headline shows the new what-if, and until the page is done."""
+    def turn(self, label: str, value: str, page: str = "Overview") -> tuple[float, float]:
+        """Set a sidebar number knob; seconds until the headline shows the new what-if, and until ``page`` (its
+        title) is done."""
         before = self.caption()
         field = self.page.get_by_label(label, exact=True)
         group = self.page.locator('[data-testid="stExpander"] details').filter(has=field)
@@ -181,7 +182,7 @@ class Tab:
         field.press("Enter")
         self.page.wait_for_function(HEADLINE_JS, arg=before, timeout=120_000, polling=25)
         shown = time.perf_counter() - start
-        self.settle("Overview")
+        self.settle(page)
         return shown, time.perf_counter() - start
 
     def screenshot(self, path: Path) -> None:

@@ -247,3 +247,16 @@ def test_the_study_page_opens_on_a_metric_whose_lines_differ():
     assert choices[0] == "time_to_train_s"
     assert study.default_metric(rows, choices, "cluster.nodes", "site.country") == "site_carbon_kg"
     assert study.default_metric(rows, choices, "cluster.nodes", None) == "time_to_train_s"
+
+
+def test_study_energy_and_carbon_take_the_unit_their_values_read_best_in():
+    """A study of small jobs reads Wh and g, one of large jobs MWh and t: the one formatter's rule on its axes."""
+    from twin.figures.study import label, scaled
+
+    small = [{"energy_facility_kwh": 0.4, "site_carbon_kg": 0.151}, {"energy_facility_kwh": 0.9, "site_carbon_kg": 0.3}]
+    assert label("energy_facility_kwh", small) == "facility energy [Wh]"
+    assert scaled("energy_facility_kwh", 0.4, small) == pytest.approx(400.0)
+    assert label("site_carbon_kg", small) == "carbon at the site [g CO2e]"
+    large = [{"energy_facility_kwh": 730_700.0, "site_carbon_kg": 40_950.0}]
+    assert label("energy_facility_kwh", large) == "facility energy [MWh]"
+    assert scaled("site_carbon_kg", 40_950.0, large) == pytest.approx(40.95)

@@ -3,7 +3,8 @@
 Every function takes the study's rows (mappings of its table's columns: ``point``, the
 varied keys, ``error``, ``pareto_front`` and the flat result fields) and returns plain
 data or a ``plotly.graph_objects.Figure``. Known columns leave here in a readable unit
-(days, MWh, t CO2e) named in the label; others as they are.
+(days, GiB, ms) named in the label, energy and carbon in the unit their largest value reads best in (Wh to
+TWh, g to t: the one formatter's rule); others as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.formatting import carbon_axis_kg, energy_axis_kwh
 from twin.units import SECONDS_PER_DAY
 
 # Column → (label with its unit, factor from the column's unit).
@@ -21,7 +23,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "step_time_s": ("step time [s]", 1.0),
     "site_total_cost_eur": ("cost at the site [EUR]", 1.0),
     "site_energy_cost_eur": ("energy cost at the site [EUR]", 1.0),
-    "site_carbon_kg": ("carbon at the site [t CO2e]", 1e-3),
+    "site_carbon_kg": ("carbon at the site [t CO2e]", 1e-3),        # unit by the values (ADAPTIVE)
     "energy_facility_kwh": ("facility energy [MWh]", 1e-3),
     "energy_it_kwh": ("IT energy [MWh]", 1e-3),
     "gpu_hours": ("GPU-hours [k GPU·h]", 1e-3),
@@ -42,15 +44,35 @@ PREFERRED = tuple(UNITS)
 LINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 
-def label(column: str) -> str:
-    return UNITS.get(column, (column, 1.0))[0]
+# Columns whose unit follows their values: (label without its unit, the axis rule, what the unit counts).
+ADAPTIVE = {"site_carbon_kg": ("carbon at the site", carbon_axis_kg, " CO2e"),
+            "energy_facility_kwh": ("facility energy", energy_axis_kwh, ""),
+            "energy_it_kwh": ("IT energy", energy_axis_kwh, "")}
 
 
-def scaled(column: str, value: Any) -> Any:
-    """A column's value in its label's unit."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _unit(column: str, rows: list[dict[str, Any]] = ()) -> tuple[str, float]:
+    """(label with its unit, factor from the column's unit) for ``column`` over ``rows``."""
+    if column in ADAPTIVE and rows:
+        name, axis, counted = ADAPTIVE[column]
+        largest = max((abs(r[column]) for r in rows if _number(r.get(column))), default=None)
+        unit, per_unit = axis(largest)
+        return f"{name} [{unit}{counted}]", 1.0 / per_unit
+    return UNITS.get(column, (column, 1.0))
+
+
+def label(column: str, rows: list[dict[str, Any]] = ()) -> str:
+    return _unit(column, rows)[0]
+
+
+def scaled(column: str, value: Any, rows: list[dict[str, Any]] = ()) -> Any:
+    """A column's value in its label's unit (``rows``: the values its unit is chosen for)."""
+    if not _number(value):
         return value
-    return value * UNITS.get(column, (column, 1.0))[1]
+    return value * _unit(column, rows)[1]
 
 
 def ok_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,17 +121,18 @@ def sweep_figure(rows: list[dict[str, Any]], metric: str, x: str, line: str | No
     for i, (value, members) in enumerate(sorted(groups.items(), key=lambda kv: _order(kv[0]))):
         members = sorted(members, key=lambda r: _order(r.get(x)))
         fig.add_trace(go.Scatter(
-            x=[r.get(x) for r in members], y=[scaled(metric, r[metric]) for r in members], mode="lines+markers",
-            name=f"{line} = {value}" if line else label(metric), line={"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
-            hovertemplate=f"{x} = %{{x}}<br>{label(metric)} = %{{y:,.4g}}<extra></extra>"))
-    fig.update_layout(xaxis_title=x, yaxis_title=label(metric), legend_title=line or "", height=420,
+            x=[r.get(x) for r in members], y=[scaled(metric, r[metric], done) for r in members],
+            mode="lines+markers", name=f"{line} = {value}" if line else label(metric, done),
+            line={"color": LINE_COLOURS[i % len(LINE_COLOURS)]},
+            hovertemplate=f"{x} = %{{x}}<br>{label(metric, done)} = %{{y:,.4~r}}<extra></extra>"))
+    fig.update_layout(xaxis_title=x, yaxis_title=label(metric, done), legend_title=line or "", height=420,
                       margin={"t": 30, "b": 40})
     return fig
 
 
-def _hover(row: dict[str, Any], keys: list[str], objectives: list[str]) -> str:
+def _hover(row: dict[str, Any], keys: list[str], objectives: list[str], rows: list[dict[str, Any]]) -> str:
     parts = [f"point {row.get('point')}"] + [f"{k} = {row.get(k)}" for k in keys]
-    parts += [f"{label(o)} = {scaled(o, row[o]):,.4g}" for o in objectives if row.get(o) is not None]
+    parts += [f"{label(o, rows)} = {scaled(o, row[o], rows):,.4g}" for o in objectives if row.get(o) is not None]
     return "<br>".join(parts)
 
 
@@ -122,21 +145,21 @@ def pareto_figure(rows: list[dict[str, Any]], keys: list[str], objectives: list[
     others = [r for r in done if not r.get("pareto_front")]
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        x=[scaled(x, r[x]) for r in others], y=[scaled(y, r[y]) for r in others], mode="markers",
+        x=[scaled(x, r[x], done) for r in others], y=[scaled(y, r[y], done) for r in others], mode="markers",
         name="beaten by another point", marker={"color": "#BBBBBB", "size": 6},
-        text=[_hover(r, keys, objectives) for r in others], hovertemplate="%{text}<extra></extra>"))
+        text=[_hover(r, keys, objectives, done) for r in others], hovertemplate="%{text}<extra></extra>"))
     colour = objectives[2] if len(objectives) > 2 else None
     marker: dict[str, Any] = {"size": 11, "line": {"width": 1, "color": "#333333"}}
     if colour and all(r.get(colour) is not None for r in front):
-        marker |= {"color": [scaled(colour, r[colour]) for r in front], "colorscale": "Viridis", "showscale": True,
-                   "colorbar": {"title": label(colour)}}
+        marker |= {"color": [scaled(colour, r[colour], done) for r in front], "colorscale": "Viridis",
+                   "showscale": True, "colorbar": {"title": label(colour, done)}}
     else:
         marker["color"] = "#D55E00"
     fig.add_trace(go.Scatter(
-        x=[scaled(x, r[x]) for r in front], y=[scaled(y, r[y]) for r in front], mode="lines+markers",
+        x=[scaled(x, r[x], done) for r in front], y=[scaled(y, r[y], done) for r in front], mode="lines+markers",
         name="Pareto front", marker=marker, line={"color": "#D55E00", "dash": "dot"},
-        text=[_hover(r, keys, objectives) for r in front], hovertemplate="%{text}<extra></extra>"))
-    fig.update_layout(xaxis_title=label(x), yaxis_title=label(y), height=460, margin={"t": 30, "b": 40},
+        text=[_hover(r, keys, objectives, done) for r in front], hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(xaxis_title=label(x, done), yaxis_title=label(y, done), height=460, margin={"t": 30, "b": 40},
                       legend={"orientation": "h", "y": -0.2})
     return fig
 
@@ -147,5 +170,6 @@ def best_rows(rows: list[dict[str, Any]], metric: str, keys: list[str], columns:
     done = sorted((r for r in ok_rows(rows) if r.get(metric) is not None), key=lambda r: r[metric])[:top]
     shown = [metric] + [c for c in columns if c != metric]
     return [{"point": r.get("point"), **{k: r.get(k) for k in keys},
-             **{label(c): scaled(c, r.get(c)) for c in shown if c in r}, "on the front": bool(r.get("pareto_front"))}
+             **{label(c, done): scaled(c, r.get(c), done) for c in shown if c in r},
+             "on the front": bool(r.get("pareto_front"))}
             for r in done]
