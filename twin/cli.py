@@ -459,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as exc:   # the twin run from a checkout without its dependencies installed
+        if os.environ.get("TWIN_DEBUG"):
+            raise
+        print(f"twin: error: the package '{exc.name}' is not installed: install the twin with its dependencies "
+              "(pip install -e . in a virtual environment; README, Set-up)", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         if os.environ.get("TWIN_DEBUG"):
             raise
