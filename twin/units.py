@@ -23,10 +23,12 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 BITS_PER_BYTE = 8.0
+SECONDS_PER_MS = 1e-3
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_YEAR = 365 * SECONDS_PER_DAY
+HZ_PER_MHZ = 1e6
 JOULES_PER_KWH = 3.6e6
 # Digits a whole number may have where a user writes one (a scenario, --vary): the largest the twin takes,
 # a 64-bit seed, has 20. Checked before Python's own guard (4,300 digits) turns the value into an internal error.

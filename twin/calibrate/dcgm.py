@@ -14,11 +14,11 @@ from pathlib import Path
 from twin.calibrate.gpus import catalog_gpu
 from twin.calibrate.logs import LogError, number
 from twin.calibrate.power import PowerLog, PowerSample
+from twin.units import HZ_PER_MHZ
 
 METRICS = {"DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_GPU_UTIL": "util", "DCGM_FI_DEV_SM_CLOCK": "clock"}
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\d+)?\s*$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-MHZ = 1e6
 
 
 def looks_like(text: str) -> bool:
@@ -46,7 +46,7 @@ def parse(path: str | Path, text: str) -> PowerLog:
     samples = []
     for values in series.values():
         for i, power in enumerate(values["power"][:len(values["util"])]):
-            clock = values["clock"][i] * MHZ if i < len(values["clock"]) else None
+            clock = values["clock"][i] * HZ_PER_MHZ if i < len(values["clock"]) else None
             samples.append(PowerSample(power, min(values["util"][i], 100.0) / 100.0, clock))
     if not samples:
         raise LogError(path, 1, "no GPU with both DCGM_FI_DEV_POWER_USAGE and DCGM_FI_DEV_GPU_UTIL samples")

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from twin.calibrate.logs import LogError, number
 from twin.calibrate.training_log import TrainingLog
+from twin.units import SECONDS_PER_MS
 
 _ITERATION = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)")
 _ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
 _TIMER_NEW = re.compile(r"^\s*([a-z][a-z0-9-]+)\s*\.{2,}\s*:\s*\(\s*([^,\s]+)\s*,\s*([^)\s]+)\s*\)")
 _TIMER_OLD = re.compile(r"\|\s*([a-z][a-z0-9-]+):\s*([0-9.]+)")
-MS = 1e-3
 
 
 def looks_like(text: str) -> bool:
@@ -39,15 +39,15 @@ def parse(path: str | Path, text: str) -> TrainingLog:
             if iteration <= last:
                 raise LogError(path, n, f"iteration {iteration} after {last}: two runs mixed in one log?")
             last = iteration
-            times.append(number(elapsed.group(1), path, n, "elapsed time per iteration (ms)") * MS)
+            times.append(number(elapsed.group(1), path, n, "elapsed time per iteration (ms)") * SECONDS_PER_MS)
             continue
         new = _TIMER_NEW.match(line)
         if new:
-            timers.setdefault(new.group(1), []).append(number(new.group(3), path, n, new.group(1)) * MS)
+            timers.setdefault(new.group(1), []).append(number(new.group(3), path, n, new.group(1)) * SECONDS_PER_MS)
             continue
         if line.lstrip().startswith("time (ms)"):
             for name, value in _TIMER_OLD.findall(line):
-                timers.setdefault(name, []).append(number(value, path, n, name) * MS)
+                timers.setdefault(name, []).append(number(value, path, n, name) * SECONDS_PER_MS)
     if not times:
         raise LogError(path, 1, "no 'iteration N/ M | ... | elapsed time per iteration (ms): T' line")
     return TrainingLog(str(path), "megatron", tuple(times), (), {k: _median(v) for k, v in timers.items()})

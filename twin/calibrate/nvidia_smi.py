@@ -14,8 +14,8 @@ from pathlib import Path
 from twin.calibrate.gpus import catalog_gpu
 from twin.calibrate.logs import LogError, number
 from twin.calibrate.power import PowerLog, PowerSample
+from twin.units import HZ_PER_MHZ
 
-MHZ = 1e6
 
 
 def looks_like(text: str) -> bool:
@@ -60,7 +60,7 @@ def parse(path: str | Path, text: str) -> PowerLog:
         clock = _value(row[at["clocks.sm"]], path, n, "clocks.sm") if at["clocks.sm"] is not None else None
         if at["name"] is not None and not device:
             device = row[at["name"]].strip()
-        samples.append(PowerSample(power, util / 100.0, None if clock is None else clock * MHZ))
+        samples.append(PowerSample(power, util / 100.0, None if clock is None else clock * HZ_PER_MHZ))
     if not samples:
         raise LogError(path, len(rows), "no power sample (every value N/A, or only a header)")
     return PowerLog(str(path), "nvidia-smi", device, catalog_gpu(device), tuple(samples))

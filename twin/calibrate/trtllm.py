@@ -14,8 +14,8 @@ from pathlib import Path
 
 from twin.calibrate.logs import LogError, number
 from twin.calibrate.serving import ServingMeasurement
+from twin.units import SECONDS_PER_MS
 
-MS = 1e-3
 _LINE = re.compile(r"^\s*(\[?[A-Za-z][^:]*?)\s*:\s*(\S+)\s*$")
 
 
@@ -52,10 +52,10 @@ def parse(path: str | Path, text: str) -> ServingMeasurement:
             "p99": values.get("[TTFT] P99")}
     tpot = {"mean": values.get("Average time-per-output-token [TPOT] (ms)"), "median": values.get("[TPOT] P50"),
             "p99": values.get("[TPOT] P99")}
-    duration = values["Total Latency (ms)"] * MS
+    duration = values["Total Latency (ms)"] * SECONDS_PER_MS
     rps = values["Request Throughput (req/sec)"]
     requests = int(values.get("Number of requests", round(rps * duration)))
     return ServingMeasurement(str(path), "trtllm-bench", words.get("Model", ""), requests, duration, rps,
                               values["Total Output Throughput (tokens/sec)"],
-                              {k: None if v is None else v * MS for k, v in ttft.items()},
-                              {k: None if v is None else v * MS for k, v in tpot.items()}, None)
+                              {k: None if v is None else v * SECONDS_PER_MS for k, v in ttft.items()},
+                              {k: None if v is None else v * SECONDS_PER_MS for k, v in tpot.items()}, None)

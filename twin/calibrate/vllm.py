@@ -13,9 +13,9 @@ from pathlib import Path
 
 from twin.calibrate.logs import LogError
 from twin.calibrate.serving import ServingMeasurement
+from twin.units import SECONDS_PER_MS
 
 REQUIRED = ("completed", "duration", "output_throughput", "request_throughput")
-MS = 1e-3
 
 
 def looks_like(text: str) -> bool:
@@ -29,7 +29,7 @@ def _ms(data: dict, key: str, path: Path) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise LogError(path, 1, f"{key} {value!r} is not a time in ms")
-    return value * MS
+    return value * SECONDS_PER_MS
 
 
 def parse(path: str | Path, text: str) -> ServingMeasurement:
