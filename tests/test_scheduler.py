@@ -173,3 +173,20 @@ def test_a_pass_reads_only_the_head_of_a_long_queue():
     decision = schedule(Policy("backfill", depth=100), full, queue, lambda: [Running(3600.0, (0, 1), GPN)], 0.0)
     assert decision.starts == []
     assert len(read) == 1 + 100
+
+
+def test_the_work_bound_counts_the_jobs_a_pass_reads():
+    """The bound on a jobs scenario charges each arrival the queued jobs a pass reads: the queue while it is
+    short, the head and the backfill depth once it is long; its closed form for a generator agrees with the
+    fluid sum over the same arrivals."""
+    from twin.api.bounds import SCAN_JOBS, generator_work, queue_work
+
+    assert SCAN_JOBS == 101
+    light = [(i * 3600.0, 1800.0) for i in range(100)]            # half an hour of one GPU an hour: no queue
+    assert queue_work(light, 1) == 100.0
+    heavy = [(i * 60.0, 3600.0) for i in range(1000)]              # 1 GPU-hour a minute on 32 GPUs: load 1.875
+    growth = 1 - 1 / 1.875
+    short = int(SCAN_JOBS // growth)                                # arrivals before a pass reads its full depth
+    expected = 1000 + growth * short * (short + 1) / 2 + SCAN_JOBS * (1000 - short)
+    assert generator_work(1000, 1 / 60, 3600.0, 32) == pytest.approx(expected)
+    assert queue_work(heavy, 32) == pytest.approx(expected, rel=0.01)

@@ -1,11 +1,12 @@
 """Work a ``jobs:`` scenario asks of the cluster simulation, bounded before it starts.
 
-The scheduler orders its whole queue at every arrival and every end (``twin.operations.scheduler``),
-so its work grows as jobs × jobs waiting. A stream of jobs that asks for more GPU-time than the
-cluster gives builds a queue that grows with every arrival: 100,000 jobs at one a minute on 32
-GPUs hold about 96,000 in the queue and would take hours. ``queue_work`` estimates that work with
-a fluid model of the queue (GPU-seconds asked, drained at the cluster's GPUs), from the jobs as drawn
-or read, and ``check_queue_work`` refuses a scenario past ``MAX_QUEUE_WORK`` in one line.
+The scheduler keeps its queue in order (``twin.operations.scheduler.Queue``) and a pass reads the jobs
+that start, the blocked head and at most ``depth`` jobs behind it: its work grows as arrivals × the
+jobs a pass reads, which is the queue while it is short and ``SCAN_JOBS`` once it is long. A stream
+of jobs that asks for more GPU-time than the cluster gives keeps the queue long at every arrival:
+100,000 jobs at one a minute on 32 GPUs read about ten million queued jobs. ``queue_work`` estimates
+that work with a fluid model of the queue (GPU-seconds asked, drained at the cluster's GPUs), from the
+jobs as drawn or read, and ``check_queue_work`` refuses a scenario past ``MAX_QUEUE_WORK`` in one line.
 """
 
 from __future__ import annotations
@@ -15,17 +16,21 @@ from collections.abc import Iterable
 
 from twin.errors import ScenarioError
 from twin.operations.jobs import JobRequest
+from twin.operations.scheduler import DEFAULT_BACKFILL_DEPTH
 
-# Queued jobs the scheduler may order, summed over arrivals: measured at about 5 µs per queued job
-# and event on one core (2,000 jobs that all wait: 4 million, 20 s), this keeps the simulation under
-# about 10 s. The shipped month of shared use (scenarios/superpod-shared.yaml) needs about 3,000.
+# Jobs one scheduling pass reads from a long queue: the blocked head and the backfill depth behind it.
+SCAN_JOBS = 1 + DEFAULT_BACKFILL_DEPTH
+# Queued jobs the scheduler may read, summed over arrivals: measured at about 4 µs a job read on one core
+# (50,000 jobs in a month on the 127-node SuperPOD at ten times its load read about 5 million: 18.5 CPU-s),
+# this keeps the simulation under about 10 s. The shipped month of shared use (scenarios/superpod-shared.yaml)
+# reads about 3,000.
 MAX_QUEUE_WORK = 2_000_000
 
 
 def queue_work(jobs: Iterable[tuple[float, float]], gpus: int) -> float:
-    """Σ over arrivals of (1 + jobs waiting then), for (submit time s, GPU-seconds) pairs on ``gpus`` GPUs.
-
-    Jobs waiting are the GPU-seconds not yet served over the mean GPU-seconds of a job.
+    """Σ over arrivals of (1 + the jobs a pass reads then: those waiting, at most ``SCAN_JOBS``), for (submit
+    time s, GPU-seconds) pairs on ``gpus`` GPUs. Jobs waiting are the GPU-seconds not yet served over the mean
+    GPU-seconds of a job.
     """
     ordered = sorted(jobs)
     if not ordered or gpus <= 0:
@@ -36,7 +41,7 @@ def queue_work(jobs: Iterable[tuple[float, float]], gpus: int) -> float:
     for submit, gpu_s in ordered:
         backlog = max(0.0, backlog - gpus * (submit - clock)) + gpu_s
         clock = submit
-        work += 1.0 + backlog / per_job
+        work += 1.0 + min(backlog / per_job, SCAN_JOBS)
     return work
 
 
@@ -66,10 +71,14 @@ def capped_lognormal_mean(median: float, sigma: float, cap: float) -> float:
 
 def generator_work(jobs: int, rate_per_s: float, gpu_s_per_job: float, gpus: int) -> float:
     """``queue_work`` of ``jobs`` arriving evenly at ``rate_per_s``, each asking ``gpu_s_per_job``, in closed
-    form: the queue grows by (1 - 1/load) jobs an arrival when the load is above 1."""
+    form: the queue grows by g = 1 - 1/load jobs an arrival when the load is above 1, and a pass reads
+    g·i jobs at arrival i until that reaches ``SCAN_JOBS``."""
     load = rate_per_s * gpu_s_per_job / max(gpus, 1)
     growth = max(0.0, 1.0 - 1.0 / load) if load > 0 else 0.0
-    return jobs + growth * jobs * (jobs + 1) / 2
+    if growth == 0.0:
+        return float(jobs)
+    short = min(jobs, math.floor(SCAN_JOBS / growth))     # arrivals before the queue outgrows one pass's read
+    return jobs + growth * short * (short + 1) / 2 + SCAN_JOBS * (jobs - short)
 
 
 def check_generator_work(jobs: int, rate_per_s: float, gpu_s_per_job: float, gpus: int,
@@ -82,5 +91,5 @@ def check_generator_work(jobs: int, rate_per_s: float, gpu_s_per_job: float, gpu
 
 def _too_much(jobs: int, gpus: int, work: float) -> str:
     return (f"{jobs:,} jobs ask for more GPU-time than the cluster's {gpus:,} GPUs give: about "
-            f"{work / max(jobs, 1):,.0f} would wait at each arrival, past what the scheduler orders in bounded "
-            f"time ({MAX_QUEUE_WORK:,} queued jobs over all arrivals); write fewer jobs, a lower rate or more nodes")
+            f"{work / max(jobs, 1):,.0f} queued jobs to read at each arrival, past what the scheduler reads in bounded "
+            f"time ({MAX_QUEUE_WORK:,} over all arrivals); write fewer jobs, a lower rate or more nodes")
