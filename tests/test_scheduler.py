@@ -182,8 +182,8 @@ def test_the_work_bound_counts_the_jobs_a_pass_reads():
     from twin.api.bounds import SCAN_JOBS, generator_work, queue_work
 
     assert SCAN_JOBS == 101
-    light = [(i * 3600.0, 1800.0) for i in range(100)]            # half an hour of one GPU an hour: no queue
-    assert queue_work(light, 1) == 100.0
+    light = [(i * 3600.0, 1800.0) for i in range(100)]            # half an hour of one GPU an hour: no queue,
+    assert queue_work(light, 1) == 200.0                            # each arrival's pass reads only itself
     heavy = [(i * 60.0, 3600.0) for i in range(1000)]              # 1 GPU-hour a minute on 32 GPUs: load 1.875
     growth = 1 - 1 / 1.875
     short = int(SCAN_JOBS // growth)                                # arrivals before a pass reads its full depth
