@@ -73,7 +73,8 @@ def test_cli_prints_networks_and_peaks(capsys):
     assert main(["topology", "scenarios/superpod.yaml"]) == 0
     out = capsys.readouterr().out
     assert "Networks" in out and "FP8 Tensor Core with sparsity" in out and "4.02 EFLOPS" in out
-    assert "RA-11333-001" in out
+    assert "RA-11333-001" in out and "Table 8" in out
+    assert "NVIDIA H100 Tensor Core GPU datasheet" in out     # the source of the FP8 peaks
 
 
 def test_a_cluster_smaller_than_a_scalable_unit_is_its_own_unit():
