@@ -18,9 +18,11 @@ and 508 system twin-port transceivers). Where the RA gives no figure the constan
   controller, on 48-port switches with 2 uplinks each to the in-band network;
 - power: the cords of the nodes, switches, appliances, servers and PDUs.
 
-For the RA's own pod (127 DGX H100, 4 per rack, 12 storage appliances) these rules give its
-Table 8 in-band 304 and out-of-band 333 cables (the storage fabric's switch count, 14 by port
-arithmetic, is 16 in its Table 7: 331 out-of-band), and storage 548 (Table 8: 494 + 48 + 2 + 4).
+For the RA's own pod (127 DGX H100, 4 per rack, 12 storage appliances for its 48 storage
+cables) these rules give its Table 8 storage 548 (494 + 48 + 2 + 4) and in-band 304 cables and
+Table 7's 108 PDUs. Out-of-band comes to 355: Table 8's 333, less 2 because port arithmetic
+finds 14 storage switches where Table 7 lists 16, plus the appliances' 24 controller ports that
+Table 8 leaves as "varies" (tests/test_cabling.py).
 """
 
 from __future__ import annotations
