@@ -51,3 +51,16 @@ def test_unknown_country_names_the_field():
     from twin.errors import ScenarioError
     with pytest.raises(ScenarioError, match="site.country"):
         climate("ZZ")
+
+
+def test_climate_rows_name_their_record_or_say_unverified():
+    """GB and IE are computed from the services' monthly station records; every other row keeps its mark."""
+    from twin import catalog
+    for code in ("GB", "IE"):
+        row = catalog.entry("climates", code, "site.country")
+        assert "1991-2020 (360 months" in row["source"] and "unverified" not in row["source"]
+    heathrow = climate("GB")
+    # Heathrow 1991-2020, tmax and tmin averaged over 30 Julys: 23.90 and 14.17 deg C
+    assert heathrow.mean_c[6] == pytest.approx(19.0) and heathrow.range_c[6] == pytest.approx(9.7)
+    for code in ("FR", "ES", "DE", "US", "SE", "PL", "NL", "NO", "FI", "IT"):
+        assert "unverified" in catalog.entry("climates", code, "site.country")["source"]

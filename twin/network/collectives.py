@@ -321,13 +321,15 @@ class CommModel:
             su=tuple(_su_rows(g)),
             groups={},
             order=None,
-            networks=self._networks(c),
+            networks=self._networks(c, int(g.graph.get("scalable_units", 1))
+                                    * int(g.graph.get("nodes_per_su", g.graph["nodes"]))),
             peaks=peak_rows(self.cluster.node, int(g.graph["nodes"]),
                             int(g.graph.get("nodes_per_su", g.graph["nodes"]))),
+            peaks_source=self.cluster.node.gpu.source.split(";")[0],
         )
         return found
 
-    def _networks(self, c: dict[str, int]) -> NetworkCables:
+    def _networks(self, c: dict[str, int], node_slots: int) -> NetworkCables:
         """Cables of the compute, storage and management networks and the power cords (``hardware/cabling.py``)."""
         cl = self.cluster
         storage = cl.storage.read_Bps if cl.storage.system else None
@@ -335,7 +337,7 @@ class CommModel:
             + c.get("cables_spine-core", 0)
         return network_cables(cl.node, cl.nodes, math.ceil(cl.nodes / cl.nodes_per_rack), compute,
                               c.get("leaf", 0) + c.get("spine", 0) + c.get("core", 0), c.get("cables_storage", 0),
-                              c.get("sleaf", 0), storage)
+                              c.get("sleaf", 0), storage, node_slots)
 
     def storage_write_s(self, bytes_per_node: float, nodes: int | None = None) -> float:
         """Every node (or the first ``nodes``) writing ``bytes_per_node`` to storage at once."""
@@ -443,3 +445,4 @@ class FabricSummary:
     order: str | None = None     # rank order of the placement
     networks: NetworkCables | None = None    # every network's cables and the power cords
     peaks: tuple[PeakRow, ...] = ()          # peak FLOP/s per GPU, node, SU and cluster, dense and sparse
+    peaks_source: str = ""                   # the GPU's datasheet the dense peaks come from (catalog gpus.yaml)

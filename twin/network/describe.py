@@ -7,10 +7,10 @@ from twin.network.collectives import FabricSummary
 from twin.units import BITS_PER_BYTE, fmt_si
 
 # Where the counts and peaks come from, printed under them.
-CABLE_SOURCES = ("compute fabric: DGX SuperPOD H100 reference architecture RA-11333-001, Table 4 rules "
-                 "(hardware/topology.py); storage and management: the RA's per-node ports, switch and "
-                 "appliance datasheets (hardware/cabling.py)")
-PEAK_SOURCES = "GPU datasheet dense peaks (catalog gpus.yaml) x GPUs; with sparsity = 2x dense for TF32 and narrower"
+CABLE_SOURCES = ("counted as the DGX SuperPOD H100 reference architecture RA-11333-001 V11 counts them, one "
+                 "cable per 400 Gb/s port: compute Table 4 (hardware/topology.py); storage its Storage Fabric "
+                 "section and Table 8; in-band, out-of-band and PDUs Tables 7 and 8 (hardware/cabling.py)")
+PEAK_SOURCES = "with sparsity = 2x dense for TF32 and narrower, the datasheet's \"with sparsity\" (hardware/peaks.py)"
 # The precisions vendors quote for a cluster, in the order printed.
 QUOTED_PRECISIONS = ("fp8", "bf16", "tf32", "fp64")
 
@@ -76,6 +76,6 @@ def _peaks(f: FabricSummary) -> list[str]:
     table = [[r.name + (" with sparsity" if r.sparse else ""), quoted(r.gpu, r.precision), quoted(r.node, r.precision),
               quoted(r.scalable_unit, r.precision), quoted(r.cluster, r.precision)] for r in rows]
     widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
-    out = ["", "Peaks (" + PEAK_SOURCES + ")",
+    out = ["", f"Peaks (dense: {f.peaks_source or 'catalog gpus.yaml'}, x GPUs; {PEAK_SOURCES})",
            "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
     return out + ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
