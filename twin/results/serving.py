@@ -26,7 +26,8 @@ class Compared(Result):
     alternatives: tuple[Compared, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
+        own = self.record() | {"alternatives": [a.banded(a.record()) for a in self.alternatives]}
+        return finite(self.banded(own))
 
 
 def _throughput(r: ServingResult) -> dict[str, Any]:
@@ -150,9 +151,9 @@ class ServingResult(Compared):
     api_comparison: tuple[ApiComparison, ...] = ()   # at the offered rate (docs/results.md)
     calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON record with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
-        return with_calibration(super().to_dict(), self.calibration, SERVING_KEYS)
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
+        return with_calibration(record, self.calibration, SERVING_KEYS)
 
 
 def _capacity(r: CapacityResult) -> dict[str, Any]:
