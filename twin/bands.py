@@ -31,6 +31,12 @@ TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_t
 SERVING_KEYS = ("requests_per_s", "output_tokens_per_s", "tokens_per_s", "ttft_s", "tpot_s", "e2e_latency_s",
                 "energy_per_million_output_tokens_kwh", "energy_per_million_output_tokens_it_kwh",
                 "cost_per_million_output_tokens_eur", "carbon_per_million_output_tokens_kg")
+# A capacity record's headline rates, its trials' measured numbers, and the amounts of a cost by part
+# (``cost_eur``: EUR per million output tokens, each inversely proportional to the throughput).
+CAPACITY_KEYS = ("per_replica_rate_per_s", "per_gpu_rate_per_s", "rate_per_s", "offline_requests_per_s", "cost_eur")
+TRIAL_KEYS = ("requests_per_s", "output_tokens_per_s", "ttft_s", "tpot_s")
+COST_AMOUNTS = ("gpu", "maintenance", "space", "electricity", "total", "per_million_input_tokens",
+                "per_million_output_tokens")
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,39 @@ def profile_band(fraction: float, name: str) -> Band:
     return Band(1.0 + fraction, "site profile", f"residuals of site profile '{name}'")
 
 
-def _scaled(value: Any, factor: float) -> Any:
+def _scaled(value: Any, factor: float, only: tuple[str, ...] | None = None) -> Any:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
         return value * factor if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _scaled(v, factor) for k, v in value.items()}
+        return {k: _scaled(v, factor) for k, v in value.items() if only is None or k in only}
     return None
+
+
+def with_band(record: dict[str, Any], factor: float, keys: tuple[str, ...],
+              only: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """``record`` with ``KEY_low = KEY / factor`` and ``KEY_high = KEY · factor`` right after each key of
+    ``keys`` (objects key by key; ``only`` names the keys of an object that are amounts, the rest left
+    out of its band); no existing key changes."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key in keys:
+            part = (only or {}).get(key)
+            out[f"{key}_low"] = _scaled(value, 1.0 / factor, part)
+            out[f"{key}_high"] = _scaled(value, factor, part)
+    return out
+
+
+def band_record(calibration: Calibration) -> dict[str, Any]:
+    """The ``band`` and ``profile`` keys of a record: where its band comes from, the site profile used."""
+    band = calibration.band
+    return {"band": {"factor": band.factor, "basis": band.basis, "detail": band.detail, "cases": band.cases,
+                     "quantile": QUANTILE if band.basis == "validation" else None},
+            "profile": None if calibration.profile_name is None else {
+                "name": calibration.profile_name, "path": calibration.profile_path,
+                "sha256": calibration.profile_sha256}}
 
 
 def with_calibration(record: dict[str, Any], calibration: Calibration | None, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -99,18 +130,7 @@ def with_calibration(record: dict[str, Any], calibration: Calibration | None, ke
     keys; no existing key changes."""
     if calibration is None:
         return record
-    band = calibration.band
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        out[key] = value
-        if key in keys:
-            out[f"{key}_low"] = _scaled(value, 1.0 / band.factor)
-            out[f"{key}_high"] = _scaled(value, band.factor)
-    out["band"] = {"factor": band.factor, "basis": band.basis, "detail": band.detail, "cases": band.cases,
-                   "quantile": QUANTILE if band.basis == "validation" else None}
-    out["profile"] = None if calibration.profile_name is None else {
-        "name": calibration.profile_name, "path": calibration.profile_path, "sha256": calibration.profile_sha256}
-    return out
+    return with_band(record, calibration.band.factor, keys) | band_record(calibration)
 
 
 def band_line(record: dict[str, Any]) -> str:
