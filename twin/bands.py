@@ -37,6 +37,12 @@ CAPACITY_KEYS = ("per_replica_rate_per_s", "per_gpu_rate_per_s", "rate_per_s", "
 TRIAL_KEYS = ("requests_per_s", "output_tokens_per_s", "ttft_s", "tpot_s")
 COST_AMOUNTS = ("gpu", "maintenance", "space", "electricity", "total", "per_million_input_tokens",
                 "per_million_output_tokens")
+# Headline numbers of an operations record (many jobs on one cluster), banded by playing the cluster again
+# at each edge of its templates' bands; a serving job's steady state, banded by its serving band.
+OPERATIONS_KEYS = ("makespan_s", "jobs_finished", "jobs_timed_out", "jobs_unfinished", "utilisation", "wait_s",
+                   "turnaround_s", "slowdown", "step_slowdown", "step_slowdown_spanning", "power", "energy",
+                   "tenants", "cost_eur")
+SERVICE_KEYS = ("requests_per_s", "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s")
 
 
 @dataclass(frozen=True)
@@ -133,11 +139,57 @@ def with_calibration(record: dict[str, Any], calibration: Calibration | None, ke
     return with_band(record, calibration.band.factor, keys) | band_record(calibration)
 
 
+@dataclass(frozen=True)
+class Edges:
+    """The band of a record of many jobs: each template's band, and how the cluster was played at its edges."""
+    templates: dict[str, Calibration]    # job template → its band (training stack or serving engine, or profile)
+    method: str                          # how the edges were played, in words
+
+
+def spread(values: list[Any], pick: Any) -> Any:
+    """``pick`` (min or max) over the same number in several records; objects key by key, the first
+    record's keys; texts, lists and booleans have no band (None)."""
+    first = values[0]
+    if isinstance(first, bool) or first is None:
+        return None
+    if isinstance(first, (int, float)):
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+        return pick(numbers) if math.isfinite(first) else None
+    if isinstance(first, dict):
+        return {k: spread([v.get(k) if isinstance(v, dict) else None for v in values], pick) for k in first}
+    return None
+
+
+def with_edges(record: dict[str, Any], edges: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``record`` with ``KEY_low`` and ``KEY_high`` after each key of ``keys``: the lowest and highest value
+    of ``KEY`` over the record and the ``edges`` (the same run played at its band's edges)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key in keys:
+            values = [value, *(e.get(key) for e in edges)]
+            out[f"{key}_low"], out[f"{key}_high"] = spread(values, min), spread(values, max)
+    return out
+
+
+def edges_record(edges: Edges) -> dict[str, Any]:
+    """The ``band`` and ``profile`` keys of a record of many jobs: the widest template band (``factor``),
+    each template's, and how they were propagated."""
+    bands = {name: band_record(c)["band"] for name, c in edges.templates.items()}
+    widest = max(edges.templates.values(), key=lambda c: c.band.factor)
+    profile = band_record(widest)["profile"]
+    return {"band": band_record(widest)["band"] | {"method": edges.method, "templates": bands},
+            "profile": profile}
+
+
 def band_line(record: dict[str, Any]) -> str:
     """The band of a record in words ("" without one): its range and where it comes from."""
     band = record.get("band")
     if not isinstance(band, dict):
         return ""
     factor = band["factor"]
+    if band.get("templates"):
+        return (f"error bands: {band['method']}; the widest template band is {1 / factor - 1:+.0%} to "
+                f"{factor - 1:+.0%} ({band['detail']})")
     return (f"error band {1 / factor - 1:+.0%} to {factor - 1:+.0%} on every headline number "
             f"({band['detail']}" + (f", {band['quantile']:.0%} of their errors)" if band.get("quantile") else ")"))
