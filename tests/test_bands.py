@@ -182,3 +182,11 @@ def test_a_serving_row_carries_its_latency_bands_per_percentile():
     for key in SERVING_KEYS:
         assert any(k.startswith(f"{key}_low") for k in row), key
     assert row["ttft_s_low.p99"] <= row["ttft_s.p99"] <= row["ttft_s_high.p99"]
+
+
+def test_the_operations_page_shows_the_bands_of_its_headline_numbers(shared):
+    from twin.figures.operations import headline_metrics
+
+    helps = {m.label: m.help for m in headline_metrics(shared)}
+    for label in ("GPUs held", "Queue wait P90", "Energy (facility)", "Carbon (FR)", "Makespan"):
+        assert "error band" in helps[label], label
