@@ -190,3 +190,35 @@ def test_the_operations_page_shows_the_bands_of_its_headline_numbers(shared):
     helps = {m.label: m.help for m in headline_metrics(shared)}
     for label in ("GPUs held", "Queue wait P90", "Energy (facility)", "Carbon (FR)", "Makespan"):
         assert "error band" in helps[label], label
+
+
+# -- a plan search's plans and a fit's options ------------------------------------------------------
+
+def test_every_plan_of_a_search_carries_its_option_s_band():
+    from twin.bands import PLAN_KEYS
+    from twin.studies.search import search_plans
+
+    found = search_plans(copy.deepcopy(BASE), "test", "cost", top=3, refine=1,
+                         space=space(["cluster.node=dgx-h100,dgx-a100"])).record()
+    rows = found["plans"] + [found["scenario_plan"]]
+    assert {r["engine"] for r in rows} == {"simpy", "closed-form"}
+    details = set()
+    for row in rows:
+        assert assert_banded(row, PLAN_KEYS) >= len(PLAN_KEYS) - 1      # every amount, rental included when priced
+        assert row["time_to_train_s_high"] == pytest.approx(row["time_to_train_s"] * row["band"]["factor"])
+        details.add(row["band"]["detail"])
+    assert any("h100" in d for d in details)
+
+
+def test_every_option_that_fits_carries_its_band():
+    from twin.bands import FIT_KEYS
+    from twin.studies.search import fit
+
+    scenario = parse_scenario(copy.deepcopy(BASE) | {"training": BASE["training"] | {"method": "lora"}})
+    record = fit(scenario, max_gpus=1, nodes=["h100-pcie-1", "l40s-1"]).record()
+    fits = [o for o in record["options"] if o["fits"]]
+    assert fits
+    for option in fits:
+        assert assert_banded(option, FIT_KEYS) > len(FIT_KEYS)
+        assert option["band"]["basis"] == "validation"
+    assert all("band" not in o for o in record["options"] if not o["fits"])

@@ -43,6 +43,12 @@ OPERATIONS_KEYS = ("makespan_s", "jobs_finished", "jobs_timed_out", "jobs_unfini
                    "turnaround_s", "slowdown", "step_slowdown", "step_slowdown_spanning", "power", "energy",
                    "tenants", "cost_eur")
 SERVICE_KEYS = ("requests_per_s", "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s")
+# What a plan search's plan and a fit's option show of a training run, banded as a training record
+# (``cost_parts_eur``: the site's cost by part, its EUR amounts).
+PLAN_KEYS = ("step_time_s", "time_to_train_s", "tokens_per_s", "mfu", "gpu_hours", "energy_facility_kwh", "carbon_kg",
+             "cost_eur", "rental_cost_eur", "cost_parts_eur")
+FIT_KEYS = ("step_time_s", "tokens_per_s", "mfu", "time_to_train_s", "gpu_hours", "energy_it_kwh",
+            "energy_facility_kwh", "carbon_kg", "energy_cost_eur", "total_cost_eur", "cost_parts_eur")
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,15 @@ def band_record(calibration: Calibration) -> dict[str, Any]:
             "profile": None if calibration.profile_name is None else {
                 "name": calibration.profile_name, "path": calibration.profile_path,
                 "sha256": calibration.profile_sha256}}
+
+
+def banded_row(row: dict[str, Any], calibration: Calibration | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A study's row (a plan, a fit option) with ``KEY_low``/``KEY_high`` beside each key of ``keys`` and
+    its ``band``; the row as it is without a calibration."""
+    if calibration is None:
+        return row
+    return (with_band(row, calibration.band.factor, keys, {"cost_parts_eur": COST_AMOUNTS})
+            | {"band": band_record(calibration)["band"]})
 
 
 def with_calibration(record: dict[str, Any], calibration: Calibration | None, keys: tuple[str, ...]) -> dict[str, Any]:

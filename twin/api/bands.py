@@ -32,14 +32,19 @@ def node_gpu(node: str) -> str:
     return str(catalog.entry("nodes", node, "cluster.node")["gpu"])
 
 
-def calibrated(result: R, scenario: Scenario) -> R:
-    """``result`` with its band and profile, and a warning when the profile was fitted on another GPU."""
+def scenario_calibration(scenario: Scenario) -> Calibration:
+    """The band of the scenario's training or serving answer (its node's GPU, its stack or the serving engine)."""
     gpu = node_gpu(scenario.cluster.node)
     if scenario.training is not None:
         stack = scenario.training.stack
-        calibration = calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
-    else:
-        calibration = calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+        return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
+    return calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+
+
+def calibrated(result: R, scenario: Scenario) -> R:
+    """``result`` with its band and profile, and a warning when the profile was fitted on another GPU."""
+    gpu = node_gpu(scenario.cluster.node)
+    calibration = scenario_calibration(scenario)
     if scenario.site.profile is not None:
         profile = load_profile(scenario.site.profile)
         warnings = list(result.warnings)
