@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twin.api.operations_bands import template_bands, with_edges
+from twin.api.operations_bands import played_at_edges, template_bands
 from twin.api.bounds import capped_lognormal_mean, check_generator_work, check_queue_work
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
@@ -353,7 +353,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         carbon_aware=aware, failures_enabled=failures is not None, country=grids[0].code, services=services,
         warnings=warnings, sources=_sources(cluster, grids, failures))
     bands = template_bands(scenario, cluster.node.gpu.name, shapes.templates, list(services))
-    return with_edges(result, bands, shapes.built, lambda built: play(site_clock, built), site.pue, jb.power_limit)
+    return played_at_edges(result, bands, shapes.built, lambda built: play(site_clock, built), site.pue, jb.power_limit)
 
 
 def _warn(run: ClusterRun, use: PowerUse, jb: Jobs, warnings: list[str]) -> None:

@@ -60,7 +60,7 @@ def _at_edge(shape: Shape, factor: float) -> Shape:
     return replace(shape, step=step)
 
 
-def with_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
+def played_at_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
                play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
     """``result`` with its templates' bands and the runs at their fast and slow edges."""
     edges = []
