@@ -9,7 +9,10 @@ The band of an answer is a factor ``f ≥ 1``: the truth is expected between ``v
   else all; ``f = exp(q)`` with ``q`` the ``QUANTILE`` of their ``|ln(predicted / published)|``;
 - a site profile's residuals when the run uses one: ``f = 1 + band_fraction``.
 
-Time, energy, cost and carbon scale with the same step time, so one factor bands them all.
+Time, energy, cost and carbon scale with the same step time, so one factor bands them all
+(``with_calibration``; capacity records and a study's rows the same way, ``with_band``, ``banded_row``). A
+record of many jobs on one cluster is banded by its runs at the edges of its templates' bands instead:
+each number from its lowest to its highest value over them (``with_edges``; the runs: twin.api).
 """
 
 from __future__ import annotations
