@@ -130,6 +130,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _cmd_capacity(args: argparse.Namespace) -> int:
     from twin.api import capacity_file
+    from twin.bands import band_line
     from twin.report import capacity_summary
     from twin.scenario.serving import MAX_RATE_PER_S
     from twin.units import parse_quantity
@@ -141,7 +142,9 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             raise ScenarioError("--rate", f"'{args.rate}' is not allowed: above 0/s and at most "
                                 f"{MAX_RATE_PER_S:,.0f}/s (as serving.load.rate)")
     result = capacity_file(args.scenario, rate, args.profile)
-    print(result.to_json() if args.json else capacity_summary(result.to_dict()))
+    record = result.to_dict()
+    band = band_line(record)
+    print(result.to_json() if args.json else capacity_summary(record) + (f"\n\n{band}" if band else ""))
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import catalog
-from twin.api.bands import calibrated
+from twin.api.bands import calibrated, scenario_calibration
 from twin.api.specs import cluster_of
 from twin.api.operations import simulate_operations
 from twin.api.serving import capacity, gpus_for_rate, simulate_serving
@@ -50,7 +50,7 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "prepare", "estimate", "plan_memory", "plan_step_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
-           "check_key", "TrainingResult",
+           "check_key", "TrainingResult", "scenario_calibration",
            # the option tuples callers offer as choices (defined once in twin.options)
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 

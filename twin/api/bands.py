@@ -17,21 +17,39 @@ SERVING_ENGINE = "trtllm"
 R = TypeVar("R", TrainingResult, ServingResult)
 
 
-def calibrated(result: R, scenario: Scenario) -> R:
-    """``result`` with its band and profile, and a warning when the profile was fitted on another GPU."""
-    gpu = str(catalog.entry("nodes", scenario.cluster.node, "cluster.node")["gpu"])
+def calibration_of(scenario: Scenario, kind: str, gpu: str, system: str) -> Calibration:
+    """The band of an answer of ``kind`` (training | serving) on ``gpu`` with ``system`` (its stack or
+    serving engine): the site profile's when the scenario names one, else the nearest validation cases'."""
     if scenario.site.profile is not None:
         profile = load_profile(scenario.site.profile)
-        calibration = Calibration(profile_band(profile.band_fraction, profile.name), profile.name, profile.path,
-                                  profile.sha256)
+        return Calibration(profile_band(profile.band_fraction, profile.name), profile.name, profile.path,
+                           profile.sha256)
+    return Calibration(nearest_band(kind, gpu, system))
+
+
+def node_gpu(node: str) -> str:
+    """The catalog name of a node's GPU, as the validation cases name it."""
+    return str(catalog.entry("nodes", node, "cluster.node")["gpu"])
+
+
+def scenario_calibration(scenario: Scenario) -> Calibration:
+    """The band of the scenario's training or serving answer (its node's GPU, its stack or the serving engine)."""
+    gpu = node_gpu(scenario.cluster.node)
+    if scenario.training is not None:
+        stack = scenario.training.stack
+        return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
+    return calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+
+
+def calibrated(result: R, scenario: Scenario) -> R:
+    """``result`` with its band and profile, and a warning when the profile was fitted on another GPU."""
+    gpu = node_gpu(scenario.cluster.node)
+    calibration = scenario_calibration(scenario)
+    if scenario.site.profile is not None:
+        profile = load_profile(scenario.site.profile)
         warnings = list(result.warnings)
         if profile.gpu and profile.gpu != gpu:
             warnings.append(f"site profile '{profile.name}' was fitted on {profile.gpu}, this cluster runs {gpu}: "
                             "its efficiencies are fractions of each GPU's peak and may not carry over")
         return replace(result, calibration=calibration, warnings=warnings)
-    if scenario.training is not None:
-        stack = scenario.training.stack
-        band = nearest_band("training", gpu, stack if isinstance(stack, str) else stack.name)
-    else:
-        band = nearest_band("serving", gpu, SERVING_ENGINE)
-    return replace(result, calibration=Calibration(band))
+    return replace(result, calibration=calibration)

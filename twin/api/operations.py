@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from twin.api.operations_bands import played_at_edges, template_bands
 from twin.api.bounds import capped_lognormal_mean, check_generator_work, check_queue_work
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
@@ -30,7 +31,7 @@ from twin.network.fabric import Fabric, cluster_graph
 from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg
 from twin.operations.cluster import ClusterRun, OperationsSpec, simulate_cluster
 from twin.operations.jobs import GeneratorSpec, JobRequest, Service, Shape, generate
-from twin.operations.metrics import completion, power_use, timeline, utilisation, waits
+from twin.operations.metrics import PowerUse, completion, power_use, timeline, utilisation, waits
 from twin.operations.scheduler import Policy
 from twin.operations.steps import StepTimes
 from twin.operations.traces import read_trace
@@ -333,25 +334,34 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
                           hold=(held.job, held.start) if held else None, max_delay_s=carbon.max_delay)
     failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None
 
-    def play(clock: CarbonClock | None) -> tuple[ClusterRun, Accounts]:
-        run = simulate_cluster(cluster, steps, requests, shapes.built, services, spec, failures, power, infra_w, clock)
+    def play(clock: CarbonClock | None, built: dict | None = None) -> tuple[ClusterRun, Accounts]:
+        times = steps if built is None else StepTimes(cluster, efficiency, fabric)     # a fresh cache per edge
+        run = simulate_cluster(cluster, times, requests, shapes.built if built is None else built, services, spec,
+                               failures, power, infra_w, clock)
         return run, account(run, site.pue, grids, carbon.start_month, site.price)
 
     run, accounts = play(site_clock)
     aware = None
     if site_clock is not None:
         aware = _compared(run, accounts, *play(None), grids, site.pue, carbon.start_month)
-    unfinished = sum(j.status == "unfinished" for j in run.jobs)
-    if unfinished:
-        warnings.append(f"{unfinished:,} jobs had not finished at the {fmt_duration(jb.horizon)} horizon "
-                        "(jobs.horizon): their waits and energy stop there")
     use = power_use(run, site.pue, jb.power_limit)
-    if jb.power_limit is not None and use.hours_over_limit > 0:
-        warnings.append(f"facility power above jobs.power_limit for {use.hours_over_limit:,.1f} h "
-                        f"(peak {use.peak_facility_w / 1e6:.2f} MW against {jb.power_limit / 1e6:.2f} MW)")
-    return OperationsResult(
+    _warn(run, use, jb, warnings)
+    result = OperationsResult(
         scenario=scenario.name, cluster=cluster, fabric=summary, policy=policy.name, placement=policy.placement,
         horizon_s=jb.horizon, seed=jb.seed, run=run, accounts=accounts, waits=waits(run.jobs),
         completion=completion(run.jobs), utilisation=utilisation(run), power=use, timeline=timeline(run, site.pue),
         carbon_aware=aware, failures_enabled=failures is not None, country=grids[0].code, services=services,
         warnings=warnings, sources=_sources(cluster, grids, failures))
+    bands = template_bands(scenario, cluster.node.gpu.name, shapes.templates, list(services))
+    return played_at_edges(result, bands, shapes.built, lambda built: play(site_clock, built), site.pue, jb.power_limit)
+
+
+def _warn(run: ClusterRun, use: PowerUse, jb: Jobs, warnings: list[str]) -> None:
+    """Jobs the horizon stopped, and facility power above the limit."""
+    unfinished = sum(j.status == "unfinished" for j in run.jobs)
+    if unfinished:
+        warnings.append(f"{unfinished:,} jobs had not finished at the {fmt_duration(jb.horizon)} horizon "
+                        "(jobs.horizon): their waits and energy stop there")
+    if jb.power_limit is not None and use.hours_over_limit > 0:
+        warnings.append(f"facility power above jobs.power_limit for {use.hours_over_limit:,.1f} h "
+                        f"(peak {use.peak_facility_w / 1e6:.2f} MW against {jb.power_limit / 1e6:.2f} MW)")

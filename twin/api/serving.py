@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from twin.api.bands import SERVING_ENGINE, calibration_of
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.hardware.specs import ClusterSpec
@@ -132,7 +133,8 @@ def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
     """The highest rate within the SLO of the scenario's deployment (and of each alternative);
     with ``target_rate_per_s``, the replicas and GPUs that rate needs; ``grid`` adds trial rates at
     these fractions of the offline throughput to the first deployment's sweep (a curve to draw)."""
-    first, *others = [_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ())
+    first, *others = [replace(_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ()),
+                              calibration=calibration_of(scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE))
                       for i, d in enumerate(deployments(scenario))]
     return replace(first, alternatives=tuple(others))
 

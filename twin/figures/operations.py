@@ -33,29 +33,54 @@ def _wait(seconds: float | None) -> str:
     return "n/a" if seconds is None else "0 s" if seconds == 0 else fmt_duration(seconds)
 
 
+def _band(r: dict[str, Any], key: str, path: tuple[str, ...], fmt: Any) -> str:
+    """'error band LOW to HIGH' of a headline number (docs/calibrate.md, "Error bands"); '' without one."""
+    low, high = r.get(f"{key}_low"), r.get(f"{key}_high")
+    for part in path:
+        low = low.get(part) if isinstance(low, dict) else None
+        high = high.get(part) if isinstance(high, dict) else None
+    return "" if low is None or high is None else f"error band {fmt(low)} to {fmt(high)}"
+
+
+def _help(text: str, band: str) -> str:
+    return "; ".join(t for t in (text, band) if t)
+
+
 def headline_metrics(r: dict[str, Any]) -> list[Metric]:
-    """The numbers a capacity planner reads first, each with its unit."""
+    """The numbers a capacity planner reads first, each with its unit and its error band."""
     u, w, p = r["utilisation"], r["wait_s"]["all"], r["power"]
     site = r["country"]
     cluster = r["energy"]["cluster"]
     limit = p["limit_w"]
+    share = "{:.1%}".format
     return [
         Metric("Jobs finished", f"{r['jobs_finished']:,} of {r['jobs_submitted']:,}",
                f"{r['jobs_timed_out']:,} at their time limit, {r['jobs_unfinished']:,} unfinished at the horizon",
                lower_is_better=False),
-        Metric("GPUs held", f"{u['allocated']:.1%}", "mean share of the cluster's GPUs held by jobs",
+        Metric("GPUs held", share(u["allocated"]), _help("mean share of the cluster's GPUs held by jobs",
+                                                         _band(r, "utilisation", ("allocated",), share)),
                lower_is_better=False),
-        Metric("GPUs working", f"{u['busy']:.1%}", "mean share of the GPUs training or serving",
+        Metric("GPUs working", share(u["busy"]), _help("mean share of the GPUs training or serving",
+                                                       _band(r, "utilisation", ("busy",), share)),
                lower_is_better=False),
-        Metric("Queue wait P50", _wait(w["p50"]), "start - submit, over the jobs that started"),
-        Metric("Queue wait P90", _wait(w["p90"])),
-        Metric("Fragmented GPUs", f"{u['fragmented_gpus']:,.1f} GPUs", "free GPUs no waiting job can use, on average"),
+        Metric("Queue wait P50", _wait(w["p50"]), _help("start - submit, over the jobs that started",
+                                                        _band(r, "wait_s", ("all", "p50"), _wait))),
+        Metric("Queue wait P90", _wait(w["p90"]), _band(r, "wait_s", ("all", "p90"), _wait)),
+        Metric("Fragmented GPUs", f"{u['fragmented_gpus']:,.1f} GPUs",
+               _help("free GPUs no waiting job can use, on average",
+                     _band(r, "utilisation", ("fragmented_gpus",), "{:,.1f} GPUs".format))),
         Metric("Peak facility power", fmt_si(p["peak_facility_w"], "W"),
-               f"limit {fmt_si(limit, 'W')}: {p['hours_over_limit']:,.1f} h over" if limit else "no limit set"),
+               _help(f"limit {fmt_si(limit, 'W')}: {p['hours_over_limit']:,.1f} h over" if limit else "no limit set",
+                     _band(r, "power", ("peak_facility_w",), lambda w_: fmt_si(w_, "W")))),
         Metric("Energy (facility)", fmt_energy_kwh(cluster['energy_facility_kwh']),
-               "the whole cluster over the run"),
-        Metric(f"Carbon ({site})", fmt_co2e_kg(cluster['carbon_kg'][site]), "the whole cluster over the run"),
-        Metric("Makespan", fmt_duration(r["makespan_s"]), "from the start to the last job's end (or the horizon)"),
+               _help("the whole cluster over the run",
+                     _band(r, "energy", ("cluster", "energy_facility_kwh"), fmt_energy_kwh))),
+        Metric(f"Carbon ({site})", fmt_co2e_kg(cluster['carbon_kg'][site]),
+               _help("the whole cluster over the run",
+                     _band(r, "energy", ("cluster", "carbon_kg", site), fmt_co2e_kg))),
+        Metric("Makespan", fmt_duration(r["makespan_s"]),
+               _help("from the start to the last job's end (or the horizon)",
+                     _band(r, "makespan_s", (), fmt_duration))),
     ]
 
 

@@ -126,8 +126,13 @@ class Record:
     def record(self) -> dict[str, Any]:
         return serialise(self, self.layout)
 
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with the error band of each headline number (``KEY_low``, ``KEY_high``, twin.bands);
+        a record without a band is returned as it is."""
+        return record
+
     def to_dict(self) -> dict[str, Any]:
-        return finite(self.record())
+        return finite(self.banded(self.record()))
 
     def to_json(self) -> str:
         return to_json(self.to_dict())
@@ -150,8 +155,8 @@ class Result(Record):
                 | serialise(self, self.layout, own) | serialise(self, Layout(), tail))
 
     def to_flat(self) -> dict[str, Any]:
-        """The record's scalar fields, one level deep (``flatten``), without timelines or sources:
-        a row of a study's table."""
-        record = self.record(timelines=False)
+        """The record's scalar fields, one level deep (``flatten``), without timelines or sources, with
+        the error bands of its headline numbers: a row of a study's table."""
+        record = self.banded(self.record(timelines=False))
         del record["sources"]
         return flatten(finite(record))

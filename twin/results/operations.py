@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from twin.bands import OPERATIONS_KEYS, SERVICE_KEYS, Edges, edges_record, with_band, with_edges
 from twin.hardware.specs import ClusterSpec
 from twin.network.collectives import FabricSummary
 from twin.operations.accounting import Accounts, Charge
@@ -16,10 +17,12 @@ from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Timeline, Utilisation, Waits
 from twin.power.pricing import cost_parts
-from twin.results.core import SCHEMA_VERSION, Layout, Result, plain
+from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, serialise
 
 # Completion counts shown as ``jobs_<name>`` next to the number of jobs submitted.
 JOB_COUNTS = ("finished", "timed_out", "unfinished")
+# The fields whose keys hold the headline numbers (``OPERATIONS_KEYS``): what a run at a band's edge is read for.
+HEADLINE_FIELDS = ["seed", "utilisation", "waits", "power", "accounts"]
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ class OperationsResult(Result):
         convert={"power": _power, "services": _services},
         after={"cluster": _cluster, "fabric": _fabric, "seed": _counts, "waits": _waits, "accounts": _energy,
                "failures_enabled": _failures, "run": _jobs},
-        omit=frozenset({"cluster", "fabric", "waits", "completion", "accounts", "failures_enabled", "run"}))
+        omit=frozenset({"cluster", "fabric", "waits", "completion", "accounts", "failures_enabled", "run", "band",
+                        "edges"}))
     cluster: ClusterSpec
     fabric: FabricSummary
     policy: str
@@ -159,10 +163,24 @@ class OperationsResult(Result):
     timeline: Timeline
     services: dict[str, Service] = field(default_factory=dict)    # serving templates the jobs ran
     run: ClusterRun
+    band: Edges | None = None                      # each template's band (twin.bands), set by twin.api
+    edges: tuple[OperationsResult, ...] = ()       # the same jobs played at the edges of those bands
 
     @property
     def jobs(self) -> tuple[JobOutcome, ...]:
         return self.run.jobs
+
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with ``KEY_low``/``KEY_high`` beside each headline number: its lowest and highest value
+        over this run and the runs at the band's edges; each service's rates and latencies by its serving
+        band (docs/calibrate.md, "Error bands")."""
+        if self.band is None:
+            return record
+        edges = [serialise(e, e.layout, HEADLINE_FIELDS) for e in self.edges]
+        out = with_edges(record, edges, OPERATIONS_KEYS)
+        out["services"] = {name: with_band(svc, self.band.templates[name].band.factor, SERVICE_KEYS)
+                           for name, svc in out["services"].items()}
+        return out | edges_record(self.band)
 
 
 def operations_record(r: OperationsResult) -> dict[str, Any]:

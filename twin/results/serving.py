@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from twin.bands import SERVING_KEYS, Calibration, with_calibration
+from twin.bands import (CAPACITY_KEYS, COST_AMOUNTS, SERVING_KEYS, TRIAL_KEYS, Calibration, band_record, with_band,
+                        with_calibration)
 from twin.power.api_prices import ApiComparison
 from twin.power.pricing import cost_parts
 from twin.power.serving import ServingPower
 from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, grouped, plain
-from twin.serving.capacity import Capacity, Sizing
+from twin.serving.capacity import Capacity, Sizing, sizing
 from twin.serving.deployment import ServingRun
 from twin.serving.kv_cache import MemoryPlan
 from twin.serving.specs import SLOSpec
@@ -26,7 +27,8 @@ class Compared(Result):
     alternatives: tuple[Compared, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return finite(self.record() | {"alternatives": [a.record() for a in self.alternatives]})
+        own = self.record() | {"alternatives": [a.banded(a.record()) for a in self.alternatives]}
+        return finite(self.banded(own))
 
 
 def _throughput(r: ServingResult) -> dict[str, Any]:
@@ -150,9 +152,9 @@ class ServingResult(Compared):
     api_comparison: tuple[ApiComparison, ...] = ()   # at the offered rate (docs/results.md)
     calibration: Calibration | None = None     # error band and site profile (twin.bands), set by twin.api
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON record with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
-        return with_calibration(super().to_dict(), self.calibration, SERVING_KEYS)
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
+        return with_calibration(record, self.calibration, SERVING_KEYS)
 
 
 def _capacity(r: CapacityResult) -> dict[str, Any]:
@@ -188,7 +190,7 @@ class CapacityResult(Compared):
         after={"capacity": _capacity, "instances_per_gpu": lambda r: {"gpus_per_replica": r.gpus_per_replica},
                "sizing": _sweep},
         convert={"api_comparison": lambda r: api_record(r.api_comparison)},
-        omit=frozenset({"capacity", "sizing", "alternatives", "power"}))
+        omit=frozenset({"capacity", "sizing", "alternatives", "power", "calibration"}))
     label: str
     capacity: Capacity | None        # None when the deployment cannot hold the load (``memory_fits``)
     slo: SLOSpec
@@ -198,10 +200,28 @@ class CapacityResult(Compared):
     sizing: Sizing | None = None
     power: ServingPower | None = None                # at the capacity rate: its cost (``cost_eur``)
     api_comparison: tuple[ApiComparison, ...] = ()   # at the capacity rate, with break-even rates
+    calibration: Calibration | None = None           # error band and site profile (twin.bands), set by twin.api
 
     @property
     def gpus_per_replica(self) -> float:
         return self.devices_per_replica / self.instances_per_gpu
+
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with the serving band on its rates and costs (docs/calibrate.md, "Error bands"): the
+        capacity and cost at capacity, each trial's throughput and latencies, the self-hosted price against
+        each API, and the replicas a target rate needs at the band's two capacities."""
+        if self.calibration is None:
+            return record
+        f = self.calibration.band.factor
+        out = with_band(record, f, CAPACITY_KEYS + ("target",), {"cost_eur": COST_AMOUNTS})
+        if self.sizing is not None and self.capacity is not None:
+            out["target_low"], out["target_high"] = (plain(sizing(
+                self.capacity.per_replica_rate_per_s * g, self.devices_per_replica, self.instances_per_gpu,
+                self.sizing.target_rate_per_s)) for g in (f, 1.0 / f))
+        out["sweep"] = [with_band(trial, f, TRIAL_KEYS) for trial in out["sweep"]]
+        out["api_comparison"] = [with_band(a, f, ("self_hosted_eur_per_million_output_tokens",))
+                                 for a in out["api_comparison"]]
+        return out | band_record(self.calibration)
 
 
 def serving_record(r: ServingResult) -> dict[str, Any]:

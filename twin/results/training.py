@@ -170,9 +170,9 @@ class TrainingResult(Result):
     def embodied_carbon_kg(self) -> float | None:
         return self.power.embodied.total_kg if self.power.embodied else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON record with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
-        return with_calibration(super().to_dict(), self.calibration, TRAINING_KEYS)
+    def banded(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with the error band's ``KEY_low``/``KEY_high`` beside each headline number."""
+        return with_calibration(record, self.calibration, TRAINING_KEYS)
 
     def record(self, timelines: bool = True) -> dict[str, Any]:
         """The JSON record (docs/results.md); ``timelines`` False leaves out the job, step and power

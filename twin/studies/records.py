@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from twin.bands import FIT_KEYS, PLAN_KEYS, Calibration, banded_row
 from twin.results import PlanEstimate, TrainingResult
 from twin.power.pricing import cost_parts
 from twin.results.core import SCHEMA_VERSION, Layout, Record, plain, site_costs
@@ -34,6 +35,12 @@ class RankedPlan(Record):
     option: dict[str, Any]           # the varied keys of the cluster option ({} when the cluster is fixed)
     estimate: PlanEstimate
     result: TrainingResult | None = None
+    calibration: Calibration | None = None     # the option's training band (twin.bands), for the estimate
+
+    @property
+    def band(self) -> Calibration | None:
+        """The band of what the row shows: the full run's when played, else the estimate's."""
+        return self.result.calibration if self.result is not None else self.calibration
 
     def record(self) -> dict[str, Any]:
         return plan_row(self)
@@ -55,9 +62,9 @@ def _metrics(p: RankedPlan) -> dict[str, Any]:
 def plan_row(p: RankedPlan) -> dict[str, Any]:
     """One plan of a search: parallel settings, then the result fields (the full run's when played)."""
     plan = p.estimate.plan
-    return {"option": dict(p.option)} | {k: getattr(plan, k) for k in PLAN_COLUMNS} | {
+    return banded_row({"option": dict(p.option)} | {k: getattr(plan, k) for k in PLAN_COLUMNS} | {
         "description": plan.describe(), "gpus": plan.gpus,
-        "engine": "simpy" if p.result is not None else "closed-form"} | _metrics(p)
+        "engine": "simpy" if p.result is not None else "closed-form"} | _metrics(p), p.band, PLAN_KEYS)
 
 
 def _scenario_plan(s: PlanSearch) -> dict[str, Any]:
@@ -180,7 +187,7 @@ def fit_row(row: FitRow) -> dict[str, Any]:
     out = plain(row.option) | {
         "fits": row.result is not None, "plans_tried": row.plans_tried, "plans_timed": row.plans_timed,
         "least_memory_per_gpu_bytes": row.least_bytes, "memory_capacity_bytes": row.capacity_bytes}
-    return out if row.result is None else out | _fit_result(row.result)
+    return out if row.result is None else banded_row(out | _fit_result(row.result), row.result.calibration, FIT_KEYS)
 
 
 @dataclass(frozen=True)

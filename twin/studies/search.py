@@ -38,6 +38,7 @@ from twin.api import (
     plan_memory,
     plan_step_s,
     prepare,
+    scenario_calibration,
     simulate,
     with_overrides,
 )
@@ -296,7 +297,8 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
                 raise
             errors.append(f"{_label(values)}: {exc}")
             continue
-        kept += _closed_form_pass(prepared, values, bounds, tally, max_plans)
+        band = scenario_calibration(scenario)
+        kept += [replace(p, calibration=band) for p in _closed_form_pass(prepared, values, bounds, tally, max_plans)]
     if not kept and errors and len(errors) == len(options):
         raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
     return kept, errors

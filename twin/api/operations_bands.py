@@ -1,0 +1,73 @@
+"""The error band of a ``jobs:`` record: each template's band, propagated by playing the cluster again.
+
+A training template's band comes from the validation cases nearest to its stack on the cluster's GPU, a
+serving template's from the serving engine's (or both from the site profile): the same bands as a run of
+that template alone (``twin.api.bands``). The band of a queue's numbers cannot be read off one factor (a
+job that runs longer delays the jobs behind it, a job of fixed duration does not move at all), so the
+cluster is played twice more, with every job's step at the fast edge (step ÷ factor) and at the slow edge
+(step × factor) of its template's band; each headline number's band runs from its lowest to its highest
+value over the three runs (docs/calibrate.md, "Error bands").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import replace
+
+from twin.api.bands import SERVING_ENGINE, calibration_of
+from twin.bands import Calibration, Edges
+from twin.engine.step import StepBreakdown
+from twin.operations.accounting import Accounts
+from twin.operations.cluster import ClusterRun
+from twin.operations.jobs import PricedStep, Shape
+from twin.operations.metrics import completion, power_use, utilisation, waits
+from twin.results import OperationsResult
+from twin.scenario import Scenario, Training
+from twin.workload.placement import Placement
+from twin.network.collectives import CommModel
+
+# How the edges are played, as the record's ``band.method`` says it.
+METHOD = ("the cluster played again with every job's step at the fast and at the slow edge of its "
+          "template's band; each number from its lowest to its highest value over the three runs")
+
+Play = Callable[[dict[tuple[str, int], Shape]], tuple[ClusterRun, Accounts]]
+
+
+def template_bands(scenario: Scenario, gpu: str, trainings: dict[str, Training],
+                   services: list[str]) -> dict[str, Calibration]:
+    """Each job template's band: its stack's on ``gpu`` for training, the serving engine's for a service."""
+    bands = {}
+    for name, training in trainings.items():
+        stack = training.stack if isinstance(training.stack, str) else training.stack.name
+        bands[name] = calibration_of(scenario, "training", gpu, stack)
+    for name in services:
+        bands[name] = calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+    return bands
+
+
+def _scaled(step: StepBreakdown, factor: float) -> StepBreakdown:
+    """Every time of ``step`` × ``factor``: the same step, its shares unchanged, at another speed."""
+    return replace(step, **{f.name: getattr(step, f.name) * factor for f in dataclasses.fields(step)
+                            if f.name.endswith("_s")})
+
+
+def _at_edge(shape: Shape, factor: float) -> Shape:
+    price = shape.step
+
+    def step(comm: CommModel, placement: Placement) -> PricedStep:
+        return _scaled(price(comm, placement), factor)
+    return replace(shape, step=step)
+
+
+def played_at_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
+               play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
+    """``result`` with its templates' bands and the runs at their fast and slow edges."""
+    edges = []
+    for sign in (-1, 1):
+        shapes = {key: _at_edge(shape, bands[shape.template].band.factor ** sign) for key, shape in built.items()}
+        run, accounts = play(shapes)
+        edges.append(replace(result, run=run, accounts=accounts, waits=waits(run.jobs), completion=completion(run.jobs),
+                             utilisation=utilisation(run), power=power_use(run, pue, power_limit_w),
+                             carbon_aware=None, warnings=[], edges=()))
+    return replace(result, band=Edges(bands, METHOD), edges=tuple(edges))
