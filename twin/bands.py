@@ -28,12 +28,12 @@ QUANTILE = 0.9
 # Fewer nearest cases than this and the search widens (stack and GPU → stack → GPU → all).
 MIN_CASES = 3
 # Headline numbers of each record kind that carry ``_low`` and ``_high`` keys beside them.
-TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu",
-                 "time_to_train_s", "gpu_hours", "energy_it_kwh", "energy_facility_kwh", "carbon_kg",
-                 "energy_cost_eur", "total_cost_eur", "rental_cost_eur")
+TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+                 "hardware_tflops_per_gpu", "mfu", "hfu", "time_to_train_s", "gpu_hours", "energy_it_kwh",
+                 "energy_facility_kwh", "carbon_kg", "energy_cost_eur", "total_cost_eur", "rental_cost_eur", "cost_eur")
 SERVING_KEYS = ("requests_per_s", "output_tokens_per_s", "tokens_per_s", "ttft_s", "tpot_s", "e2e_latency_s",
                 "energy_per_million_output_tokens_kwh", "energy_per_million_output_tokens_it_kwh",
-                "cost_per_million_output_tokens_eur", "carbon_per_million_output_tokens_kg")
+                "cost_per_million_output_tokens_eur", "carbon_per_million_output_tokens_kg", "cost_eur")
 # A capacity record's headline rates, its trials' measured numbers, and the amounts of a cost by part
 # (``cost_eur``: EUR per million output tokens, each inversely proportional to the throughput).
 CAPACITY_KEYS = ("per_replica_rate_per_s", "per_gpu_rate_per_s", "rate_per_s", "offline_requests_per_s", "cost_eur")
@@ -154,7 +154,7 @@ def with_calibration(record: dict[str, Any], calibration: Calibration | None, ke
     keys; no existing key changes."""
     if calibration is None:
         return record
-    return with_band(record, calibration.band.factor, keys) | band_record(calibration)
+    return with_band(record, calibration.band.factor, keys, {"cost_eur": COST_AMOUNTS}) | band_record(calibration)
 
 
 @dataclass(frozen=True)
