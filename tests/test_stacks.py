@@ -20,7 +20,7 @@ from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.operators.elementwise import LOSS_BYTES_PER_LOGIT
 from twin.engine.step import PART_LABELS, step_time
 from twin.errors import ScenarioError
-from twin.network.algorithms import PROTOCOLS
+from twin.network.algorithms import NET_OVERHEAD_S, PROTOCOLS
 from twin.workload.memory import stage_params
 
 
@@ -193,7 +193,9 @@ def test_deepspeed_prefetches_as_many_tensors_as_its_bucket_holds():
 
 def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():
     """Tiny tensors, no compute: every collective is its latency, a launch plus (n - 1) ring steps
-    (LL protocol for small messages), n the data-parallel ranks over m nodes."""
+    (LL protocol for small messages), n the data-parallel ranks over m nodes: as NCCL's tuning.cc counts
+    them, m - 1 steps cross the network and the others stay on NVLink, each at least the host's
+    per-step network post (1 µs on the DGX H100's Intel hosts)."""
     model = {"name": "tiny", "layers": 2, "hidden": 64, "heads": 8, "vocab": 512, "activation": "gelu",
              "norm": "layernorm", "tied_embeddings": True}
     stack = {"name": "deepspeed-zero", "persistence_threshold_params": 0, "prefetch_bucket_params": 0,
@@ -203,7 +205,8 @@ def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():
                                                                 "recompute": "none"})
         n, m = b.plan.data, nodes
         ll = PROTOCOLS["ll"]
-        ring = ll.base_s + (n - 1) * ((n - m) / n * ll.nvlink_step_s + m / n * ll.network_step_s)
+        intra_step = max(ll.nvlink_step_s, NET_OVERHEAD_S["intel"])
+        ring = ll.base_s + (n - m) * intra_step + (m - 1) * ll.network_step_s
         tensors = len(layer_tensors(b.model, b.plan))              # every tensor gathered, none persistent
         work = ChunkWork(layers=2, layer_forward_s=0.0, layer_backward_s=0.0)
         forward, backward = sharded_extra_s(work, b.model, b.plan, b.comm, b.placement, b.stack, 2.0, 2.0, 0.0)
@@ -240,6 +243,19 @@ def test_zero3_per_gpu_throughput_falls_as_data_parallelism_grows_at_a_fixed_bat
         exposed = r.step.dp_comm_s / r.step_time_s
     assert all(a > b for a, b in zip(per_gpu, per_gpu[1:]))
     assert per_gpu[-1] < 0.6 * per_gpu[0] and exposed > 0.4
+
+
+def test_zero3_at_four_times_the_gpus_halves_per_gpu_throughput_when_gathers_outlast_a_layer():
+    """DeepSpeed ZeRO-3, 7B, 2,048 sequences per step, 512 then 2,048 A100s: at 2,048 each GPU runs one
+    micro-batch and the per-tensor gathers and reduce-scatters, each a ring over 2,048 ranks whose
+    latency grows with its steps (NCCL's tuning model), outlast the layer's compute they would hide
+    behind: per-GPU throughput falls to at most half."""
+    runs = [run_dict(scenario("deepspeed-zero", nodes=nodes, node="dgx-a100-80gb", seq_len=2048, global_batch=2048,
+                              parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}))
+            for nodes in (64, 256)]
+    small, large = runs
+    assert large.step.dp_comm_s > large.step.compute_s                     # the gathers do not fit in compute
+    assert large.tokens_per_s_per_gpu <= 0.5 * small.tokens_per_s_per_gpu
 
 
 def test_deepspeed_regathers_under_full_recomputation():

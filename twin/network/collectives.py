@@ -163,7 +163,8 @@ class CommModel:
 
         Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
         """
-        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls)
+        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
+               self.protocols, self.net_overhead_s)
         memo = self.fabric.memo
         found = memo.get(key)
         if found is not None:
@@ -174,14 +175,35 @@ class CommModel:
             phases = self._phases(op, group, name)
             if phases is None:
                 continue
-            for protocol, proto in alg.PROTOCOLS.items():      # the fastest protocol, as NCCL's tuner picks
-                latencies = [p.hops.latency_s(protocol) for p in phases]
+            for protocol in self.protocols:                       # the fastest protocol, as NCCL's tuner picks
+                latencies = [p.hops.latency_s(protocol, self.net_overhead_s) for p in phases]
                 if any(t is None for t in latencies):
                     continue
-                found.append((name, [(lat, p.volume, proto.bandwidth * p.rate_Bps)
+                found.append((name, [(lat, p.volume, self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
         memo[key] = found
         return found
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """NCCL's protocols on this cluster: LL128 only inside NVLink nodes (tuning.cc enables it by default
+        only where the GPUs talk over NVLink and a NIC sits next to each; ``fabric.ll128`` turns it off)."""
+        ll128 = self.cluster.fabric.ll128 and self.cluster.node.intra == "nvswitch"
+        return ("simple", "ll128", "ll") if ll128 else ("simple", "ll")
+
+    @property
+    def net_overhead_s(self) -> float:
+        """The host's per-step network post on a ring that crosses nodes (tuning.cc getNetOverhead)."""
+        return alg.NET_OVERHEAD_S[alg.cpu_vendor(self.cluster.node.cpu)]
+
+    def _protocol_Bps(self, protocol: str, phase: PhaseRate, nodes: int) -> float:
+        """A phase's rate under a protocol: its share of the fabric's rate, LL capped at NCCL's ceiling."""
+        table = alg.TREE_PROTOCOLS if phase.hops.tree else alg.PROTOCOLS
+        rate = table[protocol].bandwidth * phase.rate_Bps
+        if protocol == "ll":
+            node = self.cluster.node
+            rate = min(rate, alg.ll_max_busbw_Bps(nodes, node.gpu.name, node.cpu))
+        return rate
 
     def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
         """The fastest candidate at ``size_bytes``: (seconds, algorithm); each phase costs
