@@ -315,14 +315,18 @@ def test_selective_recomputation_reruns_fused_attention_where_the_framework_does
     assert bwd_rerun - bwd_plain == pytest.approx(attention_fwd)
 
 
-def test_deepspeed_pipeline_sends_the_whole_activation_from_every_tensor_rank():
+def test_deepspeed_pipeline_partitions_its_sends_over_the_tensor_ranks_as_megatron_does():
+    """DeepSpeed's PipelineEngine sends a PartitionedTensor under tensor parallelism (1/t per rank, all-gathered
+    by the receivers); a stack sending whole stage outputs moves t times the bytes over the network."""
     kw = dict(model="llama2-70b", global_batch=64, parallelism={"tensor": 8, "pipeline": 2, "sequence_parallel": False})
     ds, mg = built("deepspeed-megatron-pipeline", **kw), built("megatron-lm-2021", **kw)
+    whole = built({"name": "deepspeed-megatron-pipeline", "pipeline_sends": "full"}, **kw)
     activation = ds.plan.microbatch * ds.plan.seq_len * ds.model.hidden * 2.0
-    assert ds.costs.p2p_s == pytest.approx(ds.comm.send_recv_s(activation, ds.placement.pipeline))
+    assert ds.costs.p2p_s == pytest.approx(mg.costs.p2p_s)
     assert mg.costs.p2p_s == pytest.approx(mg.comm.send_recv_s(activation / 8, mg.placement.pipeline)
                                            + mg.comm.all_gather_s(activation, mg.placement.tensor))
-    assert ds.costs.p2p_s > mg.costs.p2p_s
+    assert whole.costs.p2p_s == pytest.approx(whole.comm.send_recv_s(activation, whole.placement.pipeline))
+    assert whole.costs.p2p_s > ds.costs.p2p_s
 
 
 # -- per-step work -------------------------------------------------------------------------------
