@@ -240,7 +240,7 @@ def test_zero3_per_gpu_throughput_falls_as_data_parallelism_grows_at_a_fixed_bat
         r = run_dict(scenario("deepspeed-zero", nodes=nodes, node="dgx-a100-80gb", seq_len=2048, global_batch=2048,
                               parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}))
         per_gpu.append(r.tokens_per_s_per_gpu)
-        exposed = r.step.dp_comm_s / r.step_time_s
+        exposed = (r.step.dp_comm_s + r.step.dp_latency_s) / r.step_time_s
     assert all(a > b for a, b in zip(per_gpu, per_gpu[1:]))
     assert per_gpu[-1] < 0.6 * per_gpu[0] and exposed > 0.4
 
@@ -254,8 +254,35 @@ def test_zero3_at_four_times_the_gpus_halves_per_gpu_throughput_when_gathers_out
                               parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}))
             for nodes in (64, 256)]
     small, large = runs
-    assert large.step.dp_comm_s > large.step.compute_s                     # the gathers do not fit in compute
+    exposed = large.step.dp_comm_s + large.step.dp_latency_s
+    assert exposed > large.step.compute_s                                  # the gathers do not fit in compute
+    assert large.step.dp_latency_s > large.step.dp_comm_s                  # and most of what shows is latency
     assert large.tokens_per_s_per_gpu <= 0.5 * small.tokens_per_s_per_gpu
+
+
+def test_collective_latency_is_its_own_part_of_a_zero3_step():
+    """The dp_latency part is the exposed ZeRO-3 time less what a latency-free fabric leaves exposed;
+    the parts still add up to the step, and a plan without sharding has none."""
+    kw = dict(nodes=8, node="dgx-a100-80gb", global_batch=256)
+    zero3 = built("deepspeed-zero", parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}, **kw)
+    chunk = zero3.costs.chunks[0]
+    bare = _chunks_without_latency(zero3)
+    assert chunk.forward_dp_latency_s == pytest.approx(chunk.forward_dp_s - bare.forward_dp_s)
+    assert chunk.backward_dp_latency_s == pytest.approx(chunk.backward_dp_s - bare.backward_dp_s)
+    step = step_time(zero3.costs, zero3.plan)
+    m = zero3.plan.microbatches
+    assert step.dp_latency_s == pytest.approx(m * (chunk.forward_dp_latency_s + chunk.backward_dp_latency_s))
+    assert sum(step.parts().values()) == pytest.approx(step.step_s)
+    assert "dp_latency" in PART_LABELS
+    plain = built("megatron-core-2024", parallelism={"tensor": 1, "pipeline": 1, "zero": 1}, **kw)
+    assert step_time(plain.costs, plain.plan).dp_latency_s == 0.0
+
+
+def _chunks_without_latency(b):
+    """The first chunk's cost priced on the same fabric with every collective's latency at zero."""
+    costs = step_costs(b.model, b.plan, b.ops, b.comm.bandwidth_only(), b.placement, b.stack,
+                       straggler_spread=0.0)
+    return costs.chunks[0]
 
 
 def test_deepspeed_regathers_under_full_recomputation():

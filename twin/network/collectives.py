@@ -65,6 +65,7 @@ class CommModel:
     efficiency: Efficiency
     placement: Placement | None = None
     graph: nx.Graph | None = None            # default: the cluster's fabric; pass a degraded copy to compare
+    latency: bool = True                     # False: every collective its bytes alone (``bandwidth_only``)
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
@@ -75,6 +76,13 @@ class CommModel:
         share its routing tables, and a job's share of contended pools is ``fabric.scaled_pools``."""
         model = cls(cluster, efficiency, placement, fabric.graph)
         model._cache["fabric"] = fabric
+        return model
+
+    def bandwidth_only(self) -> "CommModel":
+        """This model on the same fabric with every collective's latency set to zero: what its bytes alone
+        cost, so that a step can show how much of its communication is NCCL's latency."""
+        model = CommModel(self.cluster, self.efficiency, self.placement, self.graph, latency=False)
+        model._cache["fabric"] = self.fabric
         return model
 
     @property
@@ -164,7 +172,7 @@ class CommModel:
         Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
         """
         key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
-               self.protocols, self.net_overhead_s)
+               self.protocols, self.net_overhead_s, self.latency)
         memo = self.fabric.memo
         found = memo.get(key)
         if found is not None:
@@ -179,7 +187,8 @@ class CommModel:
                 latencies = [p.hops.latency_s(protocol, self.net_overhead_s) for p in phases]
                 if any(t is None for t in latencies):
                     continue
-                found.append((name, [(lat, p.volume, self._protocol_Bps(protocol, p, group.nodes))
+                found.append((name, [(lat if self.latency else 0.0, p.volume,
+                                       self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
         memo[key] = found
         return found
