@@ -299,3 +299,53 @@ def test_a_fabric_with_scaled_pools_prices_its_own_rates():
     quarter = CommModel.on_fabric(cluster_fabric(cluster, EFF).scaled_pools(0.25), cluster, EFF)
     assert quarter.all_reduce_s(GIB4, shape) > 3 * base
     assert CommModel(cluster, EFF).all_reduce_s(GIB4, shape) == base
+
+
+# ---------------------------------------------------------------------------
+# NCCL's protocols (src/graph/tuning.cc): LL, LL128 and Simple, chosen by size
+
+
+def _protocol(c: CommModel, op: str, size: float, group: GroupShape) -> str:
+    """The protocol of the fastest candidate at ``size`` (the model keeps only the time and algorithm)."""
+    best = min(((sum(lat + vol * size / bw for lat, vol, bw in phases), i)
+                for i, (_, phases) in enumerate(c._candidates(op, group, "ring"))))
+    return c.protocols[best[1]]
+
+
+def test_protocol_follows_message_size_ll_then_ll128_then_simple():
+    c, g = comm("dgx-a100-80gb", 4), GroupShape(32, 8)
+    assert c.protocols == ("simple", "ll128", "ll")
+    assert [_protocol(c, "all_gather", s, g) for s in (4e3, 4e6, 4e9)] == ["ll", "ll128", "simple"]
+
+
+def test_ll128_can_be_switched_off_and_only_runs_inside_nvlink_nodes():
+    g = GroupShape(32, 8)
+    on, off = comm("dgx-a100-80gb", 4), comm("dgx-a100-80gb", 4, ll128=False)
+    assert off.protocols == ("simple", "ll")
+    assert off.all_gather_s(4e6, g) > on.all_gather_s(4e6, g)             # LL128's middle sizes cost more
+    assert off.all_gather_s(4e9, g) == pytest.approx(on.all_gather_s(4e9, g))
+    assert comm("l40s-8", 2).protocols == ("simple", "ll")
+
+
+def test_ring_latency_is_nccl_tuning_model_by_hand():
+    """All-reduce of 8 bytes over 32 ranks on 4 DGX A100 (AMD hosts), LL: 6.6 µs + 2(n - m) steps at
+    max(0.6, 2) µs + 2(m - 1) network steps at 2.7 µs; the tree: 6.8 + 2·7·0.6 + 2·2·5.0 µs."""
+    c, g = comm("dgx-a100-80gb", 4), GroupShape(32, 8)
+    ring = 6.6e-6 + 2 * 28 * 2.0e-6 + 2 * 3 * 2.7e-6
+    tree = 6.8e-6 + 2 * 7 * 0.6e-6 + 2 * 2 * 5.0e-6
+    assert c.all_reduce_s(8, g, "ring") == pytest.approx(ring, rel=1e-3)
+    assert c.all_reduce_s(8, g, "tree") == pytest.approx(tree, rel=1e-3)
+    assert c.all_reduce_s(8, g) == pytest.approx(min(ring, tree), rel=1e-3)
+
+
+def test_ll_bus_bandwidth_stops_at_nccl_ceiling_across_nodes():
+    """LL moves half the bus bandwidth, at most 19 GB/s across more than two nodes of AMD hosts."""
+    c, g = comm("dgx-a100-80gb", 4), GroupShape(32, 8)
+    ll = [phases for (_, phases), p in zip(c._candidates("all_gather", g, "ring"), c.protocols) if p == "ll"][0]
+    assert ll[0][2] == pytest.approx(19.0e9)
+
+
+def test_ring_latency_grows_with_ranks_and_nodes():
+    small = [comm("dgx-a100-80gb", m).all_gather_s(64e3, GroupShape(8 * m, 8)) for m in (2, 8, 32, 128)]
+    assert all(a < b for a, b in zip(small, small[1:]))
+    assert small[-1] > 20 * small[0]

@@ -20,7 +20,7 @@ from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.operators.elementwise import LOSS_BYTES_PER_LOGIT
 from twin.engine.step import PART_LABELS, step_time
 from twin.errors import ScenarioError
-from twin.network.algorithms import PROTOCOLS
+from twin.network.algorithms import NET_OVERHEAD_S, PROTOCOLS
 from twin.workload.memory import stage_params
 
 
@@ -193,7 +193,9 @@ def test_deepspeed_prefetches_as_many_tensors_as_its_bucket_holds():
 
 def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():
     """Tiny tensors, no compute: every collective is its latency, a launch plus (n - 1) ring steps
-    (LL protocol for small messages), n the data-parallel ranks over m nodes."""
+    (LL protocol for small messages), n the data-parallel ranks over m nodes: as NCCL's tuning.cc counts
+    them, m - 1 steps cross the network and the others stay on NVLink, each at least the host's
+    per-step network post (1 µs on the DGX H100's Intel hosts)."""
     model = {"name": "tiny", "layers": 2, "hidden": 64, "heads": 8, "vocab": 512, "activation": "gelu",
              "norm": "layernorm", "tied_embeddings": True}
     stack = {"name": "deepspeed-zero", "persistence_threshold_params": 0, "prefetch_bucket_params": 0,
@@ -203,7 +205,8 @@ def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():
                                                                 "recompute": "none"})
         n, m = b.plan.data, nodes
         ll = PROTOCOLS["ll"]
-        ring = ll.base_s + (n - 1) * ((n - m) / n * ll.nvlink_step_s + m / n * ll.network_step_s)
+        intra_step = max(ll.nvlink_step_s, NET_OVERHEAD_S["intel"])
+        ring = ll.base_s + (n - m) * intra_step + (m - 1) * ll.network_step_s
         tensors = len(layer_tensors(b.model, b.plan))              # every tensor gathered, none persistent
         work = ChunkWork(layers=2, layer_forward_s=0.0, layer_backward_s=0.0)
         forward, backward = sharded_extra_s(work, b.model, b.plan, b.comm, b.placement, b.stack, 2.0, 2.0, 0.0)
@@ -237,9 +240,49 @@ def test_zero3_per_gpu_throughput_falls_as_data_parallelism_grows_at_a_fixed_bat
         r = run_dict(scenario("deepspeed-zero", nodes=nodes, node="dgx-a100-80gb", seq_len=2048, global_batch=2048,
                               parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}))
         per_gpu.append(r.tokens_per_s_per_gpu)
-        exposed = r.step.dp_comm_s / r.step_time_s
+        exposed = (r.step.dp_comm_s + r.step.dp_latency_s) / r.step_time_s
     assert all(a > b for a, b in zip(per_gpu, per_gpu[1:]))
     assert per_gpu[-1] < 0.6 * per_gpu[0] and exposed > 0.4
+
+
+def test_zero3_at_four_times_the_gpus_halves_per_gpu_throughput_when_gathers_outlast_a_layer():
+    """DeepSpeed ZeRO-3, 7B, 2,048 sequences per step, 512 then 2,048 A100s: at 2,048 each GPU runs one
+    micro-batch and the per-tensor gathers and reduce-scatters, each a ring over 2,048 ranks whose
+    latency grows with its steps (NCCL's tuning model), outlast the layer's compute they would hide
+    behind: per-GPU throughput falls to at most half."""
+    runs = [run_dict(scenario("deepspeed-zero", nodes=nodes, node="dgx-a100-80gb", seq_len=2048, global_batch=2048,
+                              parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}))
+            for nodes in (64, 256)]
+    small, large = runs
+    exposed = large.step.dp_comm_s + large.step.dp_latency_s
+    assert exposed > large.step.compute_s                                  # the gathers do not fit in compute
+    assert large.step.dp_latency_s > large.step.dp_comm_s                  # and most of what shows is latency
+    assert large.tokens_per_s_per_gpu <= 0.5 * small.tokens_per_s_per_gpu
+
+
+def test_collective_latency_is_its_own_part_of_a_zero3_step():
+    """The dp_latency part is the exposed ZeRO-3 time less what a latency-free fabric leaves exposed;
+    the parts still add up to the step, and a plan without sharding has none."""
+    kw = dict(nodes=8, node="dgx-a100-80gb", global_batch=256)
+    zero3 = built("deepspeed-zero", parallelism={"tensor": 1, "pipeline": 1, "zero": 3, "recompute": "full"}, **kw)
+    chunk = zero3.costs.chunks[0]
+    bare = _chunks_without_latency(zero3)
+    assert chunk.forward_dp_latency_s == pytest.approx(chunk.forward_dp_s - bare.forward_dp_s)
+    assert chunk.backward_dp_latency_s == pytest.approx(chunk.backward_dp_s - bare.backward_dp_s)
+    step = step_time(zero3.costs, zero3.plan)
+    m = zero3.plan.microbatches
+    assert step.dp_latency_s == pytest.approx(m * (chunk.forward_dp_latency_s + chunk.backward_dp_latency_s))
+    assert sum(step.parts().values()) == pytest.approx(step.step_s)
+    assert "dp_latency" in PART_LABELS
+    plain = built("megatron-core-2024", parallelism={"tensor": 1, "pipeline": 1, "zero": 1}, **kw)
+    assert step_time(plain.costs, plain.plan).dp_latency_s == 0.0
+
+
+def _chunks_without_latency(b):
+    """The first chunk's cost priced on the same fabric with every collective's latency at zero."""
+    costs = step_costs(b.model, b.plan, b.ops, b.comm.bandwidth_only(), b.placement, b.stack,
+                       straggler_spread=0.0)
+    return costs.chunks[0]
 
 
 def test_deepspeed_regathers_under_full_recomputation():
@@ -299,14 +342,18 @@ def test_selective_recomputation_reruns_fused_attention_where_the_framework_does
     assert bwd_rerun - bwd_plain == pytest.approx(attention_fwd)
 
 
-def test_deepspeed_pipeline_sends_the_whole_activation_from_every_tensor_rank():
+def test_deepspeed_pipeline_partitions_its_sends_over_the_tensor_ranks_as_megatron_does():
+    """DeepSpeed's PipelineEngine sends a PartitionedTensor under tensor parallelism (1/t per rank, all-gathered
+    by the receivers); a stack sending whole stage outputs moves t times the bytes over the network."""
     kw = dict(model="llama2-70b", global_batch=64, parallelism={"tensor": 8, "pipeline": 2, "sequence_parallel": False})
     ds, mg = built("deepspeed-megatron-pipeline", **kw), built("megatron-lm-2021", **kw)
+    whole = built({"name": "deepspeed-megatron-pipeline", "pipeline_sends": "full"}, **kw)
     activation = ds.plan.microbatch * ds.plan.seq_len * ds.model.hidden * 2.0
-    assert ds.costs.p2p_s == pytest.approx(ds.comm.send_recv_s(activation, ds.placement.pipeline))
+    assert ds.costs.p2p_s == pytest.approx(mg.costs.p2p_s)
     assert mg.costs.p2p_s == pytest.approx(mg.comm.send_recv_s(activation / 8, mg.placement.pipeline)
                                            + mg.comm.all_gather_s(activation, mg.placement.tensor))
-    assert ds.costs.p2p_s > mg.costs.p2p_s
+    assert whole.costs.p2p_s == pytest.approx(whole.comm.send_recv_s(activation, whole.placement.pipeline))
+    assert whole.costs.p2p_s > ds.costs.p2p_s
 
 
 # -- per-step work -------------------------------------------------------------------------------

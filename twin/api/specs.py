@@ -36,6 +36,7 @@ def cluster_of(c: Cluster) -> ClusterSpec:
         link_Bps=c.fabric.link or node.compute_nics.line_rate_Bps,
         nodes_per_su=c.fabric.nodes_per_su,
         oversubscription=c.fabric.oversubscription,
+        ll128=c.fabric.ll128,
     )
     storage = (StorageSpec(c.storage.read, c.storage.write, c.storage.capacity) if c.storage is not None
                else nic_bound_storage(node, c.nodes))

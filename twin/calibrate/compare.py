@@ -3,12 +3,12 @@ part by part, with the largest difference named (the drift report, docs/calibrat
 
 A Megatron-LM log is compared on its iteration time and, when it holds timers, on four parts:
 
-| part          | the twin's step parts       | Megatron-LM timers                                       |
-|---------------|-----------------------------|----------------------------------------------------------|
-| compute       | compute, tp_comm            | forward-compute + backward-compute                       |
-| communication | dp_comm, pp_comm            | all-grads-sync, params-all-gather, *-grads-all-reduce, pipeline sends and receives |
-| overheads     | overheads, optimizer        | optimizer                                                |
-| bubble        | bubble                      | the rest of the iteration                                |
+| part          | the twin's step parts         | Megatron-LM timers                                       |
+|---------------|-------------------------------|----------------------------------------------------------|
+| compute       | compute, tp_comm              | forward-compute + backward-compute                       |
+| communication | dp_comm, dp_latency, pp_comm  | all-grads-sync, params-all-gather, *-grads-all-reduce, pipeline sends and receives |
+| overheads     | overheads, optimizer          | optimizer                                                |
+| bubble        | bubble                        | the rest of the iteration                                |
 
 A torchtitan log is compared on tokens/s per GPU; a serving benchmark on throughput, TTFT and TPOT;
 a GPU power log on the mean GPU power while busy.
@@ -27,7 +27,7 @@ from twin.errors import ScenarioError
 # The twin's step parts and Megatron-LM's timers of each compared part.
 PARTS = {
     "compute": (("compute", "tp_comm"), ("forward-compute", "backward-compute")),
-    "communication": (("dp_comm", "pp_comm"),
+    "communication": (("dp_comm", "dp_latency", "pp_comm"),
                       ("all-grads-sync", "params-all-gather", "embedding-grads-all-reduce",
                        "layernorm-grads-all-reduce", "forward-recv", "forward-send", "backward-recv",
                        "backward-send", "forward-send-backward-recv", "backward-send-forward-recv")),

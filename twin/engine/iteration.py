@@ -128,8 +128,15 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
     per_microbatch = [(a - b) / p for a, b in zip(_parts(long.breakdown), _parts(short.breakdown))]
     extended = StepBreakdown(*(a + (m - played) * d for a, d in zip(_parts(long.breakdown), per_microbatch)),
                              bottleneck_stage=long.breakdown.bottleneck_stage)
+    extended = replace(extended, dp_latency_s=_extend(long.breakdown.dp_latency_s, short.breakdown.dp_latency_s,
+                                                      p, m - played))
     in_flight = tuple(m if plan.schedule == "gpipe" else n for n in long.peak_in_flight)
     return IterationResult(with_stragglers(costs, extended), long.timeline, in_flight)
+
+
+def _extend(long_s: float, short_s: float, p: int, more: int) -> float:
+    """A part of the step played with ``played`` and ``played - p`` micro-batches, extended by ``more``."""
+    return long_s + more * (long_s - short_s) / p
 
 
 def _parts(b: StepBreakdown) -> tuple[float, ...]:
@@ -171,6 +178,7 @@ class _Pipeline:
         self.launches = [0.0] * p
         self.sends_s = [0.0] * p
         self.zero_extra = [0.0] * p   # data-parallel traffic not hidden under a pass, and compute slowed beside it
+        self.dp_latency = [0.0] * p   # of zero_extra, what the collectives' latency adds
         self.gather_wait = [0.0] * p
         self.in_flight_peak = [0] * p
         self.streams = [simpy.Resource(self.env, capacity=1) for _ in range(p)]
@@ -200,6 +208,7 @@ class _Pipeline:
         """A forward pass's duration, with the overlapped parameter gather's effects on it."""
         duration = cost.forward_s + cost.forward_dp_s
         self.zero_extra[stage] += cost.forward_dp_s
+        self.dp_latency[stage] += cost.forward_dp_latency_s
         self.comm_inside[stage] += cost.forward_comm_s
         self.launches[stage] += cost.forward_launch_s
         gathering = self.overlap_gather and self.costs.dp_gather_s > 0
@@ -221,6 +230,7 @@ class _Pipeline:
 
     def _backward_s(self, stage: int, cost) -> float:
         self.zero_extra[stage] += cost.backward_dp_s
+        self.dp_latency[stage] += cost.backward_dp_latency_s
         self.comm_inside[stage] += cost.backward_comm_s
         self.launches[stage] += cost.backward_launch_s
         return cost.backward_s + cost.backward_dp_s
@@ -325,8 +335,9 @@ class _Pipeline:
         bubble = (step_s - compute - self.comm_inside[s] - self.sends_s[s] - dp_exposed - overheads
                   - costs.optimizer_s)
         return StepBreakdown(step_s=step_s, compute_s=compute, tp_comm_s=self.comm_inside[s],
-                             pp_comm_s=self.sends_s[s], bubble_s=max(0.0, bubble), dp_comm_s=dp_exposed,
-                             overheads_s=overheads, optimizer_s=costs.optimizer_s, bottleneck_stage=s)
+                             pp_comm_s=self.sends_s[s], bubble_s=max(0.0, bubble),
+                             dp_comm_s=dp_exposed - self.dp_latency[s], overheads_s=overheads,
+                             optimizer_s=costs.optimizer_s, bottleneck_stage=s, dp_latency_s=self.dp_latency[s])
 
 
 def _last_end(spans: list[Span], kind: str) -> float:

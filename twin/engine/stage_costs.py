@@ -48,6 +48,8 @@ class ChunkCost:
     backward_launch_s: float = 0.0
     forward_dp_s: float = 0.0        # added by ZeRO-3 gathers the prefetch cannot hide (and compute slowed beside them)
     backward_dp_s: float = 0.0       # added by ZeRO-2/3 gathers and reduce-scatters, the same way
+    forward_dp_latency_s: float = 0.0    # of forward_dp_s, what the collectives' latency adds (NCCL's ring steps)
+    backward_dp_latency_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,8 @@ def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Pl
     t = plan.tensor
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
-    sharded: dict[ChunkWork, tuple[float, float]] = {}      # chunks alike (the middle ones) priced once
+    sharded: dict[ChunkWork, tuple[float, float, float, float]] = {}      # chunks alike priced once
+    bytes_only = comm.bandwidth_only()
     for i, n in enumerate(layers):
         first, last = i == 0, i == len(layers) - 1
         fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
@@ -263,11 +266,23 @@ def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Pl
                          model.embedding_params / t if first else 0.0,
                          model.head_params / t if last else 0.0)
         if work not in sharded:
-            sharded[work] = sharded_extra_s(work, model, plan, comm, placement, stack, unit[0], unit[1], slowdown)
-        dp_fwd, dp_bwd = sharded[work]
+            sharded[work] = _sharded_s(work, model, plan, (comm, bytes_only), placement, stack, unit, slowdown)
+        dp_fwd, dp_bwd, lat_fwd, lat_bwd = sharded[work]
         chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
-                                dp_fwd, dp_bwd))
+                                dp_fwd, dp_bwd, lat_fwd, lat_bwd))
     return chunks
+
+
+def _sharded_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comms: tuple[CommModel, CommModel],
+               placement: Placement, stack: StackProfile, unit: tuple[float, float],
+               slowdown: float) -> tuple[float, float, float, float]:
+    """A chunk's ZeRO-2/3 extra (forward, backward) and, of it, what the collectives' latency adds: the
+    extra less the extra the same passes would have if every collective cost its bytes alone."""
+    full = sharded_extra_s(work, model, plan, comms[0], placement, stack, unit[0], unit[1], slowdown)
+    if full == (0.0, 0.0):
+        return 0.0, 0.0, 0.0, 0.0
+    bare = sharded_extra_s(work, model, plan, comms[1], placement, stack, unit[0], unit[1], slowdown)
+    return full[0], full[1], max(0.0, full[0] - bare[0]), max(0.0, full[1] - bare[1])
 
 
 def _p2p_s(model: ModelSpec, plan: ParallelPlan, precision: str, comm: CommModel, placement: Placement,

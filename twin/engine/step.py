@@ -28,6 +28,7 @@ from twin.workload.plan import ParallelPlan
 PART_LABELS = {"compute": "GPU compute", "tp_comm": "tensor-parallel communication",
                "pp_comm": "pipeline send/recv", "bubble": "pipeline bubble",
                "dp_comm": "data-parallel communication (exposed)",
+               "dp_latency": "data-parallel collective latency (NCCL ring steps of ZeRO-2/3 gathers and reductions)",
                "overheads": "framework overheads (kernel launches, gradient zeroing and norm)",
                "optimizer": "optimizer step", "data": "waiting for data (storage or loader)",
                "stragglers": "waiting for the slowest GPU (stragglers)",
@@ -48,13 +49,14 @@ class StepBreakdown:
     data_s: float = 0.0         # GPUs waiting for the data loader (twin/storage/loading.py); 0 without training.data
     straggler_s: float = 0.0    # the step waiting for its slowest GPU (twin/engine/stragglers.py)
     lockstep_s: float = 0.0     # DeepSpeed's pipeline waiting step by step for its neighbours (deepspeed_pipe.py)
+    dp_latency_s: float = 0.0   # of the ZeRO-2/3 traffic the passes cannot hide, what NCCL's latency adds
 
     def parts(self) -> dict[str, float]:
         """Seconds of the step in each part, by ``PART_LABELS`` key."""
         return {"compute": self.compute_s, "tp_comm": self.tp_comm_s, "pp_comm": self.pp_comm_s,
                 "bubble": self.bubble_s, "dp_comm": self.dp_comm_s, "overheads": self.overheads_s,
                 "optimizer": self.optimizer_s, "data": self.data_s, "stragglers": self.straggler_s,
-                "lockstep": self.lockstep_s}
+                "lockstep": self.lockstep_s, "dp_latency": self.dp_latency_s}
 
     @property
     def bottleneck(self) -> str:
@@ -72,6 +74,7 @@ class StageMicrobatch:
     comm_s: float               # of which TP/EP communication
     launch_s: float             # of which kernel launches
     sharded_s: float            # ZeRO-2/3 traffic the passes could not hide
+    sharded_latency_s: float    # of which the collectives' latency
     sends_s: float              # pipeline sends
 
     @property
@@ -91,6 +94,7 @@ def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrob
             comm_s=sum(c.forward_comm_s + c.backward_comm_s for c in chunks),
             launch_s=sum(c.forward_launch_s + c.backward_launch_s for c in chunks),
             sharded_s=sum(c.forward_dp_s + c.backward_dp_s for c in chunks),
+            sharded_latency_s=sum(c.forward_dp_latency_s + c.backward_dp_latency_s for c in chunks),
             sends_s=sends_per_microbatch * costs.p2p_s))
     return rows
 
@@ -118,7 +122,8 @@ def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
         tp_comm_s=m * row.comm_s,
         pp_comm_s=sends_s,
         bubble_s=pipeline_s - m * (row.total_s - row.sends_s) - sends_s - lockstep_s,
-        dp_comm_s=dp_s + m * row.sharded_s,
+        dp_comm_s=dp_s + m * (row.sharded_s - row.sharded_latency_s),
+        dp_latency_s=m * row.sharded_latency_s,
         overheads_s=m * row.launch_s + costs.overheads_s,
         optimizer_s=costs.optimizer_s,
         bottleneck_stage=busiest,

@@ -15,6 +15,7 @@ PART_COLOURS = {
     "tp_comm": "#CC79A7",
     "pp_comm": "#E69F00",
     "dp_comm": "#009E73",
+    "dp_latency": "#00664A",     # a darker shade of dp_comm: the latency share of the same traffic
     "bubble": "#BBBBBB",
     "overheads": "#F0E442",
     "optimizer": "#D55E00",

@@ -78,6 +78,7 @@ class FabricSpec:
     link_Bps: float                       # per NIC port, one direction
     nodes_per_su: int
     oversubscription: float
+    ll128: bool = True                    # NCCL's LL128 protocol where the node allows it (NCCL_PROTO=^LL128: off)
 
 
 @dataclass(frozen=True)

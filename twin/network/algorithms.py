@@ -42,24 +42,70 @@ from twin.workload.placement import GroupShape
 
 @dataclass(frozen=True)
 class Protocol:
-    """An NCCL protocol: its latencies and the share of link bandwidth it delivers."""
-    base_s: float              # per collective launch
-    nvlink_step_s: float       # per step over NVLink (or PCIe) inside a node
-    network_step_s: float      # per step across the network
+    """An NCCL protocol on one algorithm: its latencies and the share of the fabric's rate it delivers."""
+    base_s: float              # per collective launch (tuning.cc baseLat)
+    nvlink_step_s: float       # per step over NVLink (or PCIe) inside a node (hwLat[NVLINK])
+    network_step_s: float      # per step across the network (hwLat[NET])
     bandwidth: float           # fraction of the Simple protocol's bandwidth
 
 
-# NCCL's tuning model (src/graph/tuning.cc), order of magnitude. Simple: base ≈ 7-8 µs,
-# ≈ 2-3 µs per NVLink step, several µs per network step. LL (8-byte stores carrying
-# their own flag): ring base ≈ 6.6 µs, ≈ 0.5 µs per NVLink step, ≈ 2.7 µs per network
-# hop, at a quarter of the bandwidth (tuning.cc's ring-LL refinement, busBw / 4).
+# NCCL's tuning model, src/graph/tuning.cc (NCCL 2.19-2.23), in µs: baseLat per
+# collective, hwLat per step on NVLink and on the network, for each algorithm and
+# protocol. Simple moves whole chunks and flushes them: the lowest per-byte cost, the
+# highest per-step latency (14 µs across the network). LL (8-byte stores carrying
+# their own flag) has the lowest latency at half the bus bandwidth (``busBw · 0.5``,
+# capped at ``LL_MAX_BUSBW_GBPS``); LL128 (128-byte lines, 120 bytes of data) keeps
+# 0.92 of the bandwidth at a latency between the two. Tree all-reduce with LL runs at
+# ``busBw / 3.8`` and with LL128 at ``busBw · 120/128``.
 PROTOCOLS = {
-    "simple": Protocol(base_s=7e-6, nvlink_step_s=2e-6, network_step_s=6e-6, bandwidth=1.0),
-    "ll": Protocol(base_s=6.6e-6, nvlink_step_s=0.5e-6, network_step_s=2.7e-6, bandwidth=0.25),
+    "simple": Protocol(base_s=8.4e-6, nvlink_step_s=3.4e-6, network_step_s=14.0e-6, bandwidth=1.0),
+    "ll128": Protocol(base_s=14.0e-6, nvlink_step_s=1.9e-6, network_step_s=4.0e-6, bandwidth=0.92),
+    "ll": Protocol(base_s=6.6e-6, nvlink_step_s=0.6e-6, network_step_s=2.7e-6, bandwidth=0.5),
 }
-# NVLS has a larger fixed cost than a ring (switch multicast set-up; NCCL's tuning
-# model gives NVLS a base latency of tens of µs) and runs the Simple protocol only,
-# so small all-reduces stay on rings.
+TREE_PROTOCOLS = {
+    "simple": Protocol(base_s=8.4e-6, nvlink_step_s=4.0e-6, network_step_s=14.0e-6, bandwidth=1.0),
+    "ll128": Protocol(base_s=14.0e-6, nvlink_step_s=1.25e-6, network_step_s=8.5e-6, bandwidth=120 / 128),
+    "ll": Protocol(base_s=6.8e-6, nvlink_step_s=0.6e-6, network_step_s=5.0e-6, bandwidth=1 / 3.8),
+}
+# tuning.cc getNetOverhead: a ring that crosses nodes posts a network operation on every
+# step, so even its NVLink steps take at least 1 µs (Intel hosts; 2 µs on AMD hosts),
+# three times that under Simple.
+NET_OVERHEAD_S = {"intel": 1.0e-6, "amd": 2.0e-6}
+SIMPLE_NET_OVERHEAD_FACTOR = 3.0
+# tuning.cc llMaxBws (GB/s): the LL protocol's bus-bandwidth ceiling. One node: by GPU
+# generation; two nodes and more than two: by host CPU (Intel row, AMD row).
+LL_MAX_BUSBW_GBPS = {
+    "volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
+    "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0),
+}
+LL_MAX_BUSBW_MULTINODE_ROW = {"intel": "volta", "amd": "ampere"}
+
+
+def gpu_generation(gpu: str) -> str:
+    """The row of NCCL's per-generation tables a catalog GPU falls in."""
+    name = gpu.lower()
+    if name.startswith(("b200", "gb200", "b100")):
+        return "blackwell"
+    if name.startswith(("h100", "h200", "gh200")):
+        return "hopper"
+    if name.startswith(("a100", "a10", "a30", "a40", "l4", "l40")):
+        return "ampere"
+    return "volta"
+
+
+def cpu_vendor(cpu: str) -> str:
+    """intel or amd, from a node's CPU description (NCCL's getNetOverhead treats others as Intel)."""
+    return "amd" if "amd" in cpu.lower() else "intel"
+
+
+def ll_max_busbw_Bps(nodes: int, gpu: str, cpu: str) -> float:
+    """The LL protocol's bus-bandwidth ceiling for a group spanning ``nodes`` nodes (tuning.cc llMaxBws)."""
+    row = gpu_generation(gpu) if nodes <= 1 else LL_MAX_BUSBW_MULTINODE_ROW[cpu_vendor(cpu)]
+    return LL_MAX_BUSBW_GBPS[row][min(nodes, 3) - 1] * 1e9
+
+
+# NVLS has a larger fixed cost than a ring (switch multicast set-up; tuning.cc: hwLat
+# NVLS 25 µs on NVLink) and runs the Simple protocol only, so small all-reduces stay on rings.
 NVLS_BASE_LATENCY_S = 25e-6
 # GPUs whose NVSwitch generation reduces in the switch (NVLink SHARP, third-generation
 # NVSwitch of HGX/DGX H100 and later; NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022).
@@ -75,14 +121,24 @@ class Hops:
     nvlink_steps: float = 0.0
     network_steps: float = 0.0
     nvls: bool = False
+    tree: bool = False                  # NCCL's tree latencies instead of the ring's
+    one_per_node: bool = False          # one rank per node: tuning.cc prices each network step at the tree's
 
-    def latency_s(self, protocol: str = "simple") -> float | None:
-        """Latency under an NCCL protocol; None where the protocol does not apply (NVLS is Simple only)."""
+    def latency_s(self, protocol: str = "simple", net_overhead_s: float = 0.0) -> float | None:
+        """Latency under an NCCL protocol; None where the protocol does not apply (NVLS is Simple only).
+
+        ``net_overhead_s``: the host's per-step network post (``NET_OVERHEAD_S``), the floor of every
+        step of a ring that crosses nodes."""
         if self.nvls and protocol != "simple":
             return None
-        p = PROTOCOLS[protocol]
+        p = (TREE_PROTOCOLS if self.tree else PROTOCOLS)[protocol]
         base = NVLS_BASE_LATENCY_S if self.nvls else p.base_s
-        return self.launches * base + self.nvlink_steps * p.nvlink_step_s + self.network_steps * p.network_step_s
+        nvlink_step = p.nvlink_step_s
+        if self.network_steps > 0 and not self.tree:
+            factor = SIMPLE_NET_OVERHEAD_FACTOR if protocol == "simple" else 1.0
+            nvlink_step = max(nvlink_step, factor * net_overhead_s)
+        network_step = TREE_PROTOCOLS[protocol].network_step_s if self.one_per_node else p.network_step_s
+        return self.launches * base + self.nvlink_steps * nvlink_step + self.network_steps * network_step
 
 
 @dataclass(frozen=True)
@@ -165,9 +221,10 @@ def ring_flows(members: np.ndarray, gpus_per_node: int) -> list[tuple[np.ndarray
 
 
 def ring_hops(steps: int, n: int, m: int) -> Hops:
-    """``steps`` ring steps, of which a share m/n cross the network."""
-    net = m if m > 1 else 0
-    return Hops(1.0, steps * (n - net) / n, steps * net / n)
+    """``steps`` ring steps over n ranks on m nodes; as tuning.cc counts them, m - 1 of every n - 1
+    cross the network (2(m - 1) of an all-reduce's 2(n - 1)), the rest stay inside a node."""
+    net = steps * (m - 1) / (n - 1) if m > 1 and n > 1 else 0.0
+    return Hops(1.0, steps - net, net, one_per_node=m > 1 and m == n)
 
 
 def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
@@ -182,7 +239,7 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
         if m == 1:
             return None
         depth = int(np.ceil(np.log2(m)))
-        hops = Hops(1.0, 2 * (k - 1), 2 * depth)
+        hops = Hops(1.0, 2 * (k - 1), 2 * depth, tree=True)
         return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops, pattern="ring")]
     if algorithm == "nvls":
         if m != 1:
@@ -197,7 +254,7 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
         intra = _phase([(blk, np.roll(blk, -1, axis=2), 1.0)], groups, (k - 1) / k,
                        Hops(1.0, k - 1, 0.0), pattern="node-ring")
         inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k,
-                       Hops(1.0, 0.0, 2 * (m - 1)), pattern="rail-rings")
+                       Hops(1.0, 0.0, 2 * (m - 1), one_per_node=True), pattern="rail-rings")
         return [intra, inter, intra]
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALL_REDUCE_ALGORITHMS)}")
 

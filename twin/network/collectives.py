@@ -65,6 +65,7 @@ class CommModel:
     efficiency: Efficiency
     placement: Placement | None = None
     graph: nx.Graph | None = None            # default: the cluster's fabric; pass a degraded copy to compare
+    latency: bool = True                     # False: every collective its bytes alone (``bandwidth_only``)
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
     # -- set-up ----------------------------------------------------------------------------
@@ -75,6 +76,13 @@ class CommModel:
         share its routing tables, and a job's share of contended pools is ``fabric.scaled_pools``."""
         model = cls(cluster, efficiency, placement, fabric.graph)
         model._cache["fabric"] = fabric
+        return model
+
+    def bandwidth_only(self) -> "CommModel":
+        """This model on the same fabric with every collective's latency set to zero: what its bytes alone
+        cost, so that a step can show how much of its communication is NCCL's latency."""
+        model = CommModel(self.cluster, self.efficiency, self.placement, self.graph, latency=False)
+        model._cache["fabric"] = self.fabric
         return model
 
     @property
@@ -163,7 +171,8 @@ class CommModel:
 
         Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
         """
-        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls)
+        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
+               self.protocols, self.net_overhead_s, self.latency)
         memo = self.fabric.memo
         found = memo.get(key)
         if found is not None:
@@ -174,14 +183,36 @@ class CommModel:
             phases = self._phases(op, group, name)
             if phases is None:
                 continue
-            for protocol, proto in alg.PROTOCOLS.items():      # the fastest protocol, as NCCL's tuner picks
-                latencies = [p.hops.latency_s(protocol) for p in phases]
+            for protocol in self.protocols:                       # the fastest protocol, as NCCL's tuner picks
+                latencies = [p.hops.latency_s(protocol, self.net_overhead_s) for p in phases]
                 if any(t is None for t in latencies):
                     continue
-                found.append((name, [(lat, p.volume, proto.bandwidth * p.rate_Bps)
+                found.append((name, [(lat if self.latency else 0.0, p.volume,
+                                       self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
         memo[key] = found
         return found
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """NCCL's protocols on this cluster: LL128 only inside NVLink nodes (tuning.cc enables it by default
+        only where the GPUs talk over NVLink and a NIC sits next to each; ``fabric.ll128`` turns it off)."""
+        ll128 = self.cluster.fabric.ll128 and self.cluster.node.intra == "nvswitch"
+        return ("simple", "ll128", "ll") if ll128 else ("simple", "ll")
+
+    @property
+    def net_overhead_s(self) -> float:
+        """The host's per-step network post on a ring that crosses nodes (tuning.cc getNetOverhead)."""
+        return alg.NET_OVERHEAD_S[alg.cpu_vendor(self.cluster.node.cpu)]
+
+    def _protocol_Bps(self, protocol: str, phase: PhaseRate, nodes: int) -> float:
+        """A phase's rate under a protocol: its share of the fabric's rate, LL capped at NCCL's ceiling."""
+        table = alg.TREE_PROTOCOLS if phase.hops.tree else alg.PROTOCOLS
+        rate = table[protocol].bandwidth * phase.rate_Bps
+        if protocol == "ll":
+            node = self.cluster.node
+            rate = min(rate, alg.ll_max_busbw_Bps(nodes, node.gpu.name, node.cpu))
+        return rate
 
     def _best(self, op: str, size_bytes: float, group: GroupShape, algorithm: str | None) -> tuple[float, str]:
         """The fastest candidate at ``size_bytes``: (seconds, algorithm); each phase costs

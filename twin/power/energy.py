@@ -42,7 +42,7 @@ def step_phases(step: StepBreakdown) -> dict[str, float]:
     return {
         "compute": step.compute_s,
         "memory": step.optimizer_s + step.overheads_s,
-        "communication": step.tp_comm_s + step.pp_comm_s + step.dp_comm_s,
+        "communication": step.tp_comm_s + step.pp_comm_s + step.dp_comm_s + step.dp_latency_s,
         "bubble": step.bubble_s,
     }
 

@@ -23,6 +23,7 @@ class Fabric(Strict):
     link: Link | None = None               # default: the node's compute NIC line rate
     nodes_per_su: NodesPerSU = 32
     oversubscription: Oversubscription = 1.0
+    ll128: Flag = True                     # NCCL's LL128 protocol inside NVLink nodes; false: NCCL_PROTO=^LL128
 
 
 class Storage(Strict):
