@@ -13,33 +13,14 @@ calibration row (output ≥ 4 × input) it prints:
 
 Nothing here is fitted or written: it is the evidence behind the limits section of
 docs/serving.md. On the rows of one GPU the implied batch is near the KV capacity; on
-the tensor-parallel 70B rows it is 60-215 sequences whatever the capacity (235-3,127),
+the tensor-parallel 70B rows it is 64-217 sequences whatever the capacity (235-3,127),
 which no per-byte or per-FLOP efficiency shared with the one-GPU rows can produce.
 """
 
 from __future__ import annotations
 
-import math
-
-from twin.calibration import Efficiency, ServingEfficiency
-from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
 from twin.serving.batching import Batch
-from twin.serving.deployment import ServingSpec, replica
-from twin.serving.specs import LengthSpec, LoadSpec, SLOSpec
-from twin.validation.serving import KIND_RATIO, REFERENCE_NODE, load_cases
-from twin.workload.model import model_spec
-
-
-def iteration_model(case, engine):
-    node = node_spec(REFERENCE_NODE[case.gpu])
-    nodes = max(1, math.ceil(case.tensor / node.gpus))
-    cluster = ClusterSpec(node, nodes, 0, 1, None, None,
-                          FabricSpec("rail-optimized-fat-tree", node.compute_nics.line_rate_Bps, 32, 1.0),
-                          StorageSpec(1e10, 1e10, None))
-    kv = "fp8" if case.precision == "fp8" else case.precision
-    load = LoadSpec(None, 1, LengthSpec(case.input_tokens), LengthSpec(case.output_tokens))
-    spec = ServingSpec(model_spec(case.model), case.precision, kv, case.tensor, 1, 1, None, engine, load, SLOSpec())
-    return replica(spec, cluster, ServingEfficiency.calibrated(), Efficiency.calibrated())
+from twin.validation.serving import KIND_RATIO, case_replica, load_cases
 
 
 def implied_batch(it, context: float, published: float, limit: int) -> int | None:
@@ -56,7 +37,7 @@ def main() -> None:
     for case in cases:
         if case.role != "calibration" or case.output_tokens < KIND_RATIO * case.input_tokens:
             continue
-        rep = iteration_model(case, engine)
+        _, rep = case_replica(case, engine)
         sequence = case.input_tokens + case.output_tokens
         capacity = min(engine.max_batch, rep.memory.kv_blocks * engine.block_tokens // sequence)
         context = case.input_tokens + case.output_tokens / 2

@@ -22,7 +22,7 @@ import yaml
 
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
-from twin.serving.deployment import ServingSpec, replica, simulate
+from twin.serving.deployment import Replica, ServingSpec, replica, simulate
 from twin.serving.profiles import engine_profile
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.model import model_spec
@@ -174,8 +174,9 @@ def load_cases(name: str = "trtllm_0.13.yaml") -> tuple[EngineSpec, list[Serving
     return engine, cases
 
 
-def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
-             requests: int = REQUESTS) -> ServingOutcome:
+def case_replica(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
+                 requests: int = REQUESTS) -> tuple[ServingSpec, Replica]:
+    """The deployment of a row (offline, ``requests`` requests) and its replica on the GPU's reference server."""
     node = node_spec(REFERENCE_NODE[case.gpu])
     nodes = max(1, math.ceil(case.tensor / node.gpus))
     cluster = ClusterSpec(node, nodes, 0, 1, None, None,
@@ -184,7 +185,12 @@ def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficienc
     kv = "fp8" if case.precision == "fp8" else case.precision
     load = LoadSpec(None, requests, LengthSpec(case.input_tokens), LengthSpec(case.output_tokens))
     spec = ServingSpec(model_spec(case.model), case.precision, kv, case.tensor, 1, 1, None, engine, load, SLOSpec())
-    rep = replica(spec, cluster, efficiency or ServingEfficiency.calibrated(), Efficiency.calibrated())
+    return spec, replica(spec, cluster, efficiency or ServingEfficiency.calibrated(), Efficiency.calibrated())
+
+
+def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
+             requests: int = REQUESTS) -> ServingOutcome:
+    spec, rep = case_replica(case, engine, efficiency, requests)
     if rep.memory.kv_blocks * engine.block_tokens < case.input_tokens + case.output_tokens:
         return ServingOutcome(case, math.nan, math.nan)
     predicted = simulate(spec, rep).output_tokens_per_s
