@@ -39,7 +39,9 @@ def max_min_rates(coflow: np.ndarray, link: np.ndarray, load: np.ndarray, capaci
     touched[coflow] = True
     rate[~touched] = np.inf
     frozen |= ~touched
-    spare = capacity.astype(float).copy()
+    used_links, link = np.unique(link, return_inverse=True)    # only the links crossed take part
+    capacity = capacity[used_links].astype(float)
+    spare = capacity.copy()
     while not frozen.all():
         active = ~frozen[coflow]
         demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
