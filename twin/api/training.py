@@ -137,6 +137,16 @@ class Prepared:
         """The parallel plan the scenario itself asks for."""
         return plan_request_of(self.scenario.training.parallelism, self.section.stack)
 
+    comms: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def comm(self, placement: Placement) -> CommModel:
+        """The communication model of one placement, shared by the plans placed alike (they differ in batch,
+        recomputation or ZeRO stage): the collectives one plan priced are answered to the next."""
+        model = self.comms.get(placement)
+        if model is None:
+            model = self.comms[placement] = CommModel(self.cluster, self.efficiency, placement)
+        return model
+
     @cached_property
     def facility(self) -> Facility:
         """The cluster at its site, its own country only: what ``estimate`` charges a run."""
@@ -169,7 +179,7 @@ def build_plan(prepared: Prepared, request: PlanRequest,
     p, s = prepared, prepared.section
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
-    comm = CommModel(p.cluster, p.efficiency, placement)
+    comm = p.comm(placement)
     costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune, s.straggler_spread)
     return Built(p.scenario, p.cluster, s.model, plan, placement, p.efficiency, s.stack, s.ops, comm, costs, memory,
                  s.finetune, s.fp8_recipe)
