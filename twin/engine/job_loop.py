@@ -88,6 +88,7 @@ class _Sample:
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
         self.exponential, self.random = rng.exponential, rng.random
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
+        self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
 
     # -- the failures' clock --------------------------------------------------------------------
     def _draw_interval(self) -> None:
@@ -164,7 +165,8 @@ class _Sample:
     def _refill(self) -> None:
         """Take spare nodes for the missing ones; wait for repaired nodes when there are none."""
         nodes = self.nodes
-        nodes.returns(self.t)
+        if nodes.repairs and nodes.repairs[0] <= self.t:
+            nodes.returns(self.t)
         while nodes.missing > 0:
             move = nodes.refill_move(self.t, self.out)
             if move == "shrink":
@@ -179,17 +181,20 @@ class _Sample:
         spec, out = self.spec, self.out
         out.interruptions += 1
         out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
-        self.nodes.returns(self.t)
+        nodes = self.nodes
+        if nodes.repairs and nodes.repairs[0] <= self.t:
+            nodes.returns(self.t)
         if component.replace:
-            self.nodes.lose(self.t + self.exponential(spec.repair_mean_s))
+            nodes.lose(self.t + self.exponential(spec.repair_mean_s))
         again = self._restarting(spec.detection_s)
         if again is not None:
             return again
-        self._refill()
-        out.min_data_parallel = min(out.min_data_parallel, self.nodes.data_parallel())
+        if nodes.missing > 0 or (nodes.repairs and nodes.repairs[0] <= self.t):
+            self._refill()
+        out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
         if spec.allow_shrink and self.rate_full > 0:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
-        return self._restarting(requeue_s(spec.relaunch_s, spec.checkpoint.read_s))
+        return self._restarting(self.requeue_s)
 
     def play(self) -> None:
         spec, out = self.spec, self.out
