@@ -22,7 +22,7 @@ from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
-from twin.engine.stage_costs import StepCosts, layer_compute_s, step_costs
+from twin.engine.stage_costs import StepCosts, chunks_work_s, step_costs
 from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
@@ -40,7 +40,7 @@ from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model
 from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_sequence, memory_per_gpu
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
-from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan, stage_layers
+from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
 
 @dataclass(frozen=True)
 class Built:
@@ -218,18 +218,20 @@ FLOOR_ROUNDING_MARGIN = 1e-9
 
 def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
                       planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
-    """A lower bound on ``plan_step_s`` from the layers' compute alone, without pricing communication.
+    """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``), without ZeRO-2/3
+    traffic, stage sends, data-parallel collectives, overheads or the optimizer.
 
     The pipeline takes ``m · U_max + (Σ U_i - U_max) / v`` (``engine.step``), which grows with ``U_max``
-    and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its layers'
-    compute, and communication, launches, embedding, head, overheads and optimizer only add to the
-    step. 0 for DeepSpeed's lockstep pipeline, which this bound does not describe."""
+    and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its chunks' passes,
+    and what is left out only adds to the step. 0 for DeepSpeed's lockstep pipeline, which this bound
+    does not describe."""
     s = prepared.section
     plan, _ = planned or plan_memory(prepared, request)
     if plan.schedule == "deepspeed":
         return 0.0
-    fwd, bwd, _ = layer_compute_s(s.model, plan, s.ops, s.stack, s.finetune)
-    per_stage = sum(stage_layers(s.model.layers, plan.pipeline, plan.virtual_stages)) * (fwd + bwd) / plan.pipeline
+    placement = place(plan, prepared.cluster.node.gpus, request.order)
+    per_stage = chunks_work_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
+                              s.finetune) / plan.pipeline
     chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
     return per_stage * (plan.microbatches + (plan.pipeline - 1) / chunks) * (1.0 - FLOOR_ROUNDING_MARGIN)
 
