@@ -110,3 +110,22 @@ def test_fit_prints_a_table_and_json():
 def test_fit_bad_arguments_exit_2_with_one_line(args, message):
     out = twin("fit", "scenarios/finetune-70b-qlora.yaml", *args)
     assert out.returncode == 2 and out.stderr.strip().startswith(f"twin: error: {message}"), out.stderr
+
+
+def test_a_plan_step_floor_never_exceeds_the_step():
+    """``plan_step_floor_s`` lets a fit skip plans whose compute alone outlasts the fastest step found;
+    it must stay below every plan's step (1F1B, interleaved, recomputation, ZeRO, several pipelines)."""
+    from twin.api import load_scenario, plan_memory, plan_step_floor_s, plan_step_s, prepare
+    from twin.studies.plans import plan_space
+
+    prepared = prepare(load_scenario("scenarios/llama-65b-a100.yaml"))
+    pairs, schedules = [], set()
+    for request in plan_space(prepared):
+        try:
+            planned = plan_memory(prepared, request)
+        except InfeasibleError:
+            continue
+        schedules.add(planned[0].schedule)
+        pairs.append((plan_step_floor_s(prepared, request, planned), plan_step_s(prepared, request, planned)))
+    assert len(pairs) > 100 and schedules >= {"1f1b", "interleaved"}
+    assert all(0 < floor <= step for floor, step in pairs)

@@ -22,7 +22,7 @@ from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
-from twin.engine.stage_costs import StepCosts, step_costs
+from twin.engine.stage_costs import StepCosts, chunks_work_s, step_costs
 from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
@@ -137,6 +137,16 @@ class Prepared:
         """The parallel plan the scenario itself asks for."""
         return plan_request_of(self.scenario.training.parallelism, self.section.stack)
 
+    comms: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def comm(self, placement: Placement) -> CommModel:
+        """The communication model of one placement, shared by the plans placed alike (they differ in batch,
+        recomputation or ZeRO stage): the collectives one plan priced are answered to the next."""
+        model = self.comms.get(placement)
+        if model is None:
+            model = self.comms[placement] = CommModel(self.cluster, self.efficiency, placement)
+        return model
+
     @cached_property
     def facility(self) -> Facility:
         """The cluster at its site, its own country only: what ``estimate`` charges a run."""
@@ -169,7 +179,7 @@ def build_plan(prepared: Prepared, request: PlanRequest,
     p, s = prepared, prepared.section
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
-    comm = CommModel(p.cluster, p.efficiency, placement)
+    comm = p.comm(placement)
     costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune, s.straggler_spread)
     return Built(p.scenario, p.cluster, s.model, plan, placement, p.efficiency, s.stack, s.ops, comm, costs, memory,
                  s.finetune, s.fp8_recipe)
@@ -200,6 +210,30 @@ def plan_step_s(prepared: Prepared, request: PlanRequest,
     power, energy and cost: what a search ranks plans of one option by."""
     built = build_plan(prepared, request, planned)
     return step_time(built.costs, built.plan).step_s
+
+
+# A floor is lowered by this share so that rounding in a different order of sums never lifts it above the step.
+FLOOR_ROUNDING_MARGIN = 1e-9
+
+
+def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
+                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
+    """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``), without ZeRO-2/3
+    traffic, stage sends, data-parallel collectives, overheads or the optimizer.
+
+    The pipeline takes ``m · U_max + (Σ U_i - U_max) / v`` (``engine.step``), which grows with ``U_max``
+    and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its chunks' passes,
+    and what is left out only adds to the step. 0 for DeepSpeed's lockstep pipeline, which this bound
+    does not describe."""
+    s = prepared.section
+    plan, _ = planned or plan_memory(prepared, request)
+    if plan.schedule == "deepspeed":
+        return 0.0
+    placement = place(plan, prepared.cluster.node.gpus, request.order)
+    per_stage = chunks_work_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
+                              s.finetune) / plan.pipeline
+    chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
+    return per_stage * (plan.microbatches + (plan.pipeline - 1) / chunks) * (1.0 - FLOOR_ROUNDING_MARGIN)
 
 
 def estimate(prepared: Prepared, request: PlanRequest,

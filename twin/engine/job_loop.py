@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from twin.jobs.failures import Component, drawn_component
-from twin.jobs.rules import checkpoint_cycle, checkpoints_before_end, interrupted, requeue_s
+from twin.jobs.rules import checkpoint_cycle, checkpoints_before_end, interruption, lost_s, requeue_s
 
 
 class JobNodes:
@@ -86,28 +86,33 @@ class _Sample:
         self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
+        self.exponential, self.random = rng.exponential, rng.random
+        self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
+        self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
 
     # -- the failures' clock --------------------------------------------------------------------
     def _draw_interval(self) -> None:
         if self.redraw:
             active = self.nodes.active_share()
-            self.next_failure_s = self.t + self.rng.exponential(1.0 / (self.rate_full * active))
+            self.next_failure_s = self.t + self.exponential(1.0 / (self.rate_full * active))
             self.redraw = False
 
     def _fire(self) -> Component:
         """A failure now, of a job that trains or restarts: its component, then the next interval."""
-        component = drawn_component(self.spec.profile, self.cumulative, self.rng.random())
+        component = drawn_component(self.spec.profile, self.cumulative, self.random())
         self.redraw = True
         self._draw_interval()
         return component
 
     def _until(self, end_s: float) -> Component | None:
         """Advance to ``end_s`` unless a failure comes first: then to it, and return its component."""
-        self._draw_interval()
-        if self.next_failure_s < end_s:
-            if self.next_failure_s > self.spec.horizon_s:
+        if self.redraw:
+            self._draw_interval()
+        next_s = self.next_failure_s
+        if next_s < end_s:
+            if next_s > self.spec.horizon_s:
                 raise _Horizon
-            self.t = self.next_failure_s
+            self.t = next_s
             return self._fire()
         if end_s > self.spec.horizon_s:
             raise _Horizon
@@ -130,9 +135,13 @@ class _Sample:
     def _train(self, start_iter: int) -> tuple[Component | None, int]:
         """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
         spec, out = self.spec, self.out
-        step = spec.step_s * spec.data_parallel / self.nodes.data_parallel()
         every = spec.interval_iterations
-        cycle = checkpoint_cycle(every, step, spec.checkpoint)
+        replicas = self.nodes.data_parallel()
+        known = self.cycles.get(replicas)
+        if known is None:
+            step = spec.step_s * spec.data_parallel / replicas
+            known = self.cycles[replicas] = (step, checkpoint_cycle(every, step, spec.checkpoint))
+        step, cycle = known
         remaining = spec.iterations - start_iter
         n_ckpt = checkpoints_before_end(remaining, every)
         t0 = self.t
@@ -141,11 +150,11 @@ class _Sample:
             out.checkpoints += n_ckpt
             out.checkpoint_s += n_ckpt * cycle.checkpoint_s
             return None, spec.iterations
-        cut = interrupted(self.t - t0, cycle, n_ckpt)
-        out.lost_work_s += cut.lost_s(cycle)
-        out.checkpoints += cut.saved
-        out.checkpoint_s += cut.checkpoint_s
-        return failed, start_iter + cut.saved * every if cut.saved else start_iter
+        _, _, trained_s, saved, checkpoint_s = interruption(self.t - t0, cycle, n_ckpt)
+        out.lost_work_s += lost_s(trained_s, saved, cycle)
+        out.checkpoints += saved
+        out.checkpoint_s += checkpoint_s
+        return failed, start_iter + saved * every if saved else start_iter
 
     def _restarting(self, duration_s: float) -> Component | None:
         start = self.t
@@ -156,7 +165,8 @@ class _Sample:
     def _refill(self) -> None:
         """Take spare nodes for the missing ones; wait for repaired nodes when there are none."""
         nodes = self.nodes
-        nodes.returns(self.t)
+        if nodes.repairs and nodes.repairs[0] <= self.t:
+            nodes.returns(self.t)
         while nodes.missing > 0:
             move = nodes.refill_move(self.t, self.out)
             if move == "shrink":
@@ -171,17 +181,20 @@ class _Sample:
         spec, out = self.spec, self.out
         out.interruptions += 1
         out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
-        self.nodes.returns(self.t)
+        nodes = self.nodes
+        if nodes.repairs and nodes.repairs[0] <= self.t:
+            nodes.returns(self.t)
         if component.replace:
-            self.nodes.lose(self.t + self.rng.exponential(spec.repair_mean_s))
+            nodes.lose(self.t + self.exponential(spec.repair_mean_s))
         again = self._restarting(spec.detection_s)
         if again is not None:
             return again
-        self._refill()
-        out.min_data_parallel = min(out.min_data_parallel, self.nodes.data_parallel())
+        if nodes.missing > 0 or (nodes.repairs and nodes.repairs[0] <= self.t):
+            self._refill()
+        out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
         if spec.allow_shrink and self.rate_full > 0:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
-        return self._restarting(requeue_s(spec.relaunch_s, spec.checkpoint.read_s))
+        return self._restarting(self.requeue_s)
 
     def play(self) -> None:
         spec, out = self.spec, self.out

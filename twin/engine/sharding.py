@@ -144,14 +144,7 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
     groups = {"data": placement.data, "expert_data": placement.expert_data}
     per_tensor = stack.sharded_gather == "per-tensor"
 
-    def collective(op, tensors: list[Tensor], bytes_per: float) -> float:
-        """One collective per tensor (per-tensor) or one flat collective per group (per-block)."""
-        if per_tensor:
-            return sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
-        by_group: dict[str, float] = {}
-        for x in tensors:
-            by_group[x.group] = by_group.get(x.group, 0.0) + x.params
-        return sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
+    collective = _collective(per_tensor, groups)
 
     # Units in forward order: [embedding], the layers' blocks or tensors, [head].
     tensors = layer_tensors(model, plan)
@@ -173,7 +166,9 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
                            [Tensor(work.head_params, "data")] if work.head_params else []))
 
     gathers = [collective(comm.all_gather_s, xs, param_bytes) if gather else 0.0 for _, _, xs in plan_units]
-    params = [sum(x.params for x in xs) for _, _, xs in plan_units]
+    held: dict[int, float] = {}
+    params = [held[id(xs)] if id(xs) in held else held.setdefault(id(xs), sum(x.params for x in xs))
+              for _, _, xs in plan_units]
     regather = 2.0 if (stack.regather_under_recompute and plan.recompute == "full") else 1.0
 
     forward = [PassUnit(c, g, 0.0, p) for (c, _, _), g, p in zip(plan_units, gathers, params)]
@@ -188,6 +183,28 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
     post = stack.sharded_gather == "per-block" and stack.backward_prefetch == "post"
     backward_s = pass_s(backward, prefetch_window(backward, stack), post, slowdown)
     return forward_s - fwd_compute, backward_s - bwd_compute
+
+
+def _collective(per_tensor: bool, groups: dict[str, GroupShape]):
+    """``collective(op, tensors, bytes_per)``: one collective per tensor (per-tensor) or one flat collective per
+    group (per-block); a chunk's layers hold the same tensor lists, so each list is priced once per op."""
+    seen: dict[tuple, float] = {}
+
+    def collective(op, tensors: list[Tensor], bytes_per: float) -> float:
+        key = (op, id(tensors), bytes_per)
+        found = seen.get(key)
+        if found is not None:
+            return found
+        if per_tensor:
+            found = sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
+        else:
+            by_group: dict[str, float] = {}
+            for x in tensors:
+                by_group[x.group] = by_group.get(x.group, 0.0) + x.params
+            found = sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
+        seen[key] = found
+        return found
+    return collective
 
 
 def _reduce_scatters(units: list[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],

@@ -184,6 +184,32 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
 
     The communication is what stays exposed: with ``tp_comm_overlap`` the tensor-parallel
     collectives run beside the layer's GEMMs and only what those cannot hide remains."""
+    fwd, bwd, gemm = _layer_compute_s(model, plan, ops, stack, ft)
+    fwd_comm, bwd_comm = _layer_comm_s(model, plan, ops, comm, placement, stack, gemm)
+    if plan.recompute == "full":
+        bwd_comm += fwd_comm
+    return fwd, bwd, fwd_comm, bwd_comm
+
+
+def chunks_work_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+                  stack: StackProfile, ft: FinetuneSpec = FULL) -> float:
+    """Forward and backward of every chunk for one micro-batch, summed over the pipeline: what the chunks'
+    ``ChunkCost`` times add up to (each layer's compute, exposed tensor- and expert-parallel communication
+    and kernel launches, recomputation included, and the embedding and head), without ZeRO-2/3 traffic."""
+    fwd, bwd, fwd_comm, bwd_comm = _layer_costs(model, plan, ops, comm, placement, stack, ft)
+    launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, ops.precision,
+                                        model.experts / plan.expert)
+    if plan.recompute == "full":
+        launch_b += launch_f
+    head_fwd, head_bwd, embed_fwd = _head_s(model, plan, ops, stack, ft)
+    layers = sum(stage_layers(model.layers, plan.pipeline, plan.virtual_stages))
+    return layers * ((fwd + fwd_comm + launch_f) + (bwd + bwd_comm + launch_b)) + 3 * embed_fwd + head_fwd + head_bwd
+
+
+def _layer_compute_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, stack: StackProfile,
+                    ft: FinetuneSpec = FULL) -> tuple[float, float, float]:
+    """(forward, backward with its recomputation, the projection GEMMs' forward) compute of one layer for one
+    micro-batch, without communication: what a chunk's passes cost at the least."""
     gemm = _projection_gemms_s(model, plan, ops)
     core_fwd, core_bwd = _attention_core_s(model, plan, ops)
     memory_fwd, rope = _memory_bound_s(model, plan, ops, stack)
@@ -196,13 +222,11 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
             model.dense_params_per_layer / plan.tensor + model.expert_params_per_layer / (plan.tensor * plan.expert)))
         fwd += cast
         bwd += cast
-    fwd_comm, bwd_comm = _layer_comm_s(model, plan, ops, comm, placement, stack, gemm)
     if plan.recompute == "full":
         bwd += fwd
-        bwd_comm += fwd_comm
     elif plan.recompute == "selective" and (ops.attention_kernel == "standard" or stack.recompute_fused_attention):
         bwd += core_fwd
-    return fwd, bwd, fwd_comm, bwd_comm
+    return fwd, bwd, gemm
 
 
 def _exposed(compute_s: float, comm_s: float, slowdown: float) -> float:

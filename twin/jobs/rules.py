@@ -105,21 +105,34 @@ class Interrupted:
 
     def lost_s(self, cycle: CheckpointCycle) -> float:
         """Training time the failure loses: everything after the last durable checkpoint."""
-        return self.trained_s - self.saved * cycle.train_s if self.saved else self.trained_s
+        return lost_s(self.trained_s, self.saved, cycle)
+
+
+def lost_s(trained_s: float, saved: int, cycle: CheckpointCycle) -> float:
+    """Training time lost when ``trained_s`` of a block were done and ``saved`` of its checkpoints are durable."""
+    return trained_s - saved * cycle.train_s if saved else trained_s
 
 
 def interrupted(elapsed_s: float, cycle: CheckpointCycle, checkpoints: int) -> Interrupted:
     """A failure ``elapsed_s`` into a block of ``checkpoints`` planned checkpoints."""
+    return Interrupted(*interruption(elapsed_s, cycle, checkpoints))
+
+
+def interruption(elapsed_s: float, cycle: CheckpointCycle,
+                 checkpoints: int) -> tuple[int, bool, float, int, float]:
+    """``interrupted``'s fields as a tuple (cycles, in_checkpoint, trained_s, saved, checkpoint_s): the Monte
+    Carlo's event loop reads them without building the record."""
     if checkpoints == 0:                   # one stretch of training (a cycle may be endless)
-        return Interrupted(0, False, elapsed_s, 0, 0.0)
-    n = min(checkpoints, int(elapsed_s // cycle.cycle_s))
-    r = elapsed_s - n * cycle.cycle_s
+        return 0, False, elapsed_s, 0, 0.0
+    cycle_s = cycle.cycle_s
+    n = min(checkpoints, int(elapsed_s // cycle_s))
+    r = elapsed_s - n * cycle_s
     in_ckpt = not (n >= checkpoints or r < cycle.train_s)
     trained_s = (n + 1) * cycle.train_s if in_ckpt else n * cycle.train_s + r
     lag = cycle.durable_lag_s
-    saved = min(checkpoints, int((elapsed_s - lag) // cycle.cycle_s)) if elapsed_s >= lag else 0
+    saved = min(checkpoints, int((elapsed_s - lag) // cycle_s)) if elapsed_s >= lag else 0
     checkpoint_s = n * cycle.checkpoint_s + (r - cycle.train_s if in_ckpt else 0.0)
-    return Interrupted(n, in_ckpt, trained_s, saved, checkpoint_s)
+    return n, in_ckpt, trained_s, saved, checkpoint_s
 
 
 def durable_steps(done: float, every: int | None) -> float:

@@ -40,6 +40,9 @@ TIERS = ("nvlink", "pcie", "nic", "leaf-spine", "spine-core", "storage", "mgmt")
 INTRA_NODE_TIERS = ("nvlink", "pcie")
 NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
 
+# Paths inside a node by the node's shape (``Fabric._template``): shared by every fabric of the process.
+_TEMPLATES: dict[tuple, dict[tuple, list]] = {}
+
 
 @lru_cache(maxsize=4)      # a 16,384-GPU graph holds ~40k vertices: keep a few
 def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
@@ -127,6 +130,8 @@ class Fabric:
         self.capacity_Bps = np.array(capacity, dtype=float)
         self.tier = np.array(tier, dtype=np.int8)
         self._intra: dict[tuple, list] = {}
+        self._part: dict[tuple, tuple] = {}           # vertex → its node's part (``_node_part``)
+        self._chains: dict[int, list] = {}            # coded pair of local ends → template edges (``_chain``)
         self._nic: dict[tuple, tuple] = {}
         self._ends: dict[tuple, tuple] = {}
         self._edge_arrays: dict[tuple, np.ndarray] = {}
@@ -181,20 +186,42 @@ class Fabric:
         key = (a[0], a[2:], b[0], b[2:])
         template = self._intra.get(key)
         if template is None:
-            import networkx       # loaded with the first fabric (twin.hardware.topology.graph)
-
-            g = self.graph
-            members, frontier = {a}, [a]
-            while frontier:                                  # the node's own vertices, found from a
-                v = frontier.pop()
-                for w in g[v]:
-                    if w not in members and g.nodes[w].get("node") == n:
-                        members.add(w)
-                        frontier.append(w)
-            path = networkx.shortest_path(g.subgraph(members), a, b)
-            template = [(v[0],) + v[2:] for v in path]
+            template = self._template(a, b, key)
             self._intra[key] = template
         return [(t[0], n) + t[1:] for t in template]
+
+    def _template(self, a: tuple, b: tuple, key: tuple) -> list:
+        """The shortest path from ``a`` to ``b`` in the part of their node reachable from ``a``, without the node.
+
+        Nodes built alike (their vertices, links and adjacency order, relabelled without the node) have the
+        same paths: they are found once per process for every fabric holding such a node."""
+        part = self._part.get(a)
+        if part is None:
+            part = self._node_part(a)
+        sub, shared = part
+        template = shared.get(key)
+        if template is None:
+            import networkx       # loaded with the first fabric (twin.hardware.topology.graph)
+
+            template = shared[key] = [(v[0],) + v[2:] for v in networkx.shortest_path(sub, a, b)]
+        return template
+
+    def _node_part(self, a: tuple) -> tuple:
+        """(the subgraph of ``a``'s node reachable from ``a``, the templates of every part built alike)."""
+        g, n = self.graph, a[1]
+        members, frontier = {a}, [a]
+        while frontier:                                  # the node's own vertices, found from a
+            v = frontier.pop()
+            for w in g[v]:
+                if w not in members and g.nodes[w].get("node") == n:
+                    members.add(w)
+                    frontier.append(w)
+        relabel = {v: (v[0],) + v[2:] for v in members}
+        shape = tuple(sorted((relabel[v], tuple(relabel[w] for w in g[v] if w in members)) for v in members))
+        part = (g.subgraph(members), _TEMPLATES.setdefault(shape, {}))
+        for v in members:
+            self._part[v] = part
+        return part
 
     def link_ids(self, vertices: list) -> list[int]:
         """Directed link ids along a chain of adjacent vertices."""
@@ -322,17 +349,9 @@ class Fabric:
         if len(inside):
             src_local = np.where(src[inside] >= 0, src[inside] % gpn, -1)
             dst_local = np.where(dst[inside] >= 0, dst[inside] % gpn, -1)
-            pair = (src_local + 1) * (gpn + 1) + (dst_local + 1)
-            for code in np.unique(pair):
-                which = inside[pair == code]
-                a_local, b_local = divmod(int(code), gpn + 1)
-                n0 = int(src_node[which[0]])
-                a = ("gpu", n0, a_local - 1) if a_local else ("nvswitch", n0)
-                b = ("gpu", n0, b_local - 1) if b_local else ("nvswitch", n0)
-                chain = [(v[0],) + v[2:] for v in self._intra_path(a, b)]
-                for i in range(len(chain) - 1):
-                    flows.append(which)
-                    res.append(self._edge_array(chain[i], chain[i + 1])[src_node[which]])
+            flow, link = self._route_inside((src_local + 1) * (gpn + 1) + (dst_local + 1), src_node[inside])
+            flows.append(inside[flow])
+            res.append(link)
         across = np.nonzero(src_node != dst_node)[0]
         if len(across):
             up, down, leaf = self._rank_ends()
@@ -362,6 +381,40 @@ class Fabric:
         if not flows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(flows), np.concatenate(res)
+
+    def _route_inside(self, pair: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of flows inside their node, as (flow index, resource id) pairs ordered by the flows' pair of
+        ends (``pair``: source and destination local index, coded), then hop, then flow: each pair's template
+        path is looked up once and its links are read for every node at once."""
+        order = np.argsort(pair, kind="stable")
+        codes, starts = np.unique(pair[order], return_index=True)
+        rows: dict[tuple, int] = {}                  # template edge → its row of ``links``
+        chains = [[rows.setdefault(edge, len(rows)) for edge in self._chain(code, int(node[order[start]]))]
+                  for code, start in zip(codes.tolist(), starts.tolist())]
+        table = np.full((len(codes), max(map(len, chains))), -1, dtype=np.int64)
+        for k, chain in enumerate(chains):
+            table[k, :len(chain)] = chain
+        block = np.repeat(np.arange(len(codes)), np.diff(np.append(starts, len(pair))))
+        hops = table[block]                          # template edges of each flow, in ``order``
+        j, i = np.nonzero(hops >= 0)
+        by = np.lexsort((j, i, block[j]))
+        j, i = j[by], i[by]
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        links = np.stack([self._edge_array(u, v) for u, v in rows])
+        return order[j], links[hops[j, i], node[order[j]]]
+
+    def _chain(self, code: int, node: int) -> list[tuple]:
+        """Template edges (vertices without their node) from one local end to the other of a coded pair,
+        the template found on ``node`` when first asked; a local index of 0 is the node's NVSwitch."""
+        chain = self._chains.get(code)
+        if chain is None:
+            a_local, b_local = divmod(code, self.gpus_per_node + 1)
+            a = ("gpu", node, a_local - 1) if a_local else ("nvswitch", node)
+            b = ("gpu", node, b_local - 1) if b_local else ("nvswitch", node)
+            path = [(v[0],) + v[2:] for v in self._intra_path(a, b)]
+            chain = self._chains[code] = list(zip(path, path[1:]))
+        return chain
 
     def storage_paths(self, node: int) -> list[list[int]]:
         """Links from a node's host through each of its storage NICs to the storage system."""

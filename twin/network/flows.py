@@ -39,7 +39,12 @@ def max_min_rates(coflow: np.ndarray, link: np.ndarray, load: np.ndarray, capaci
     touched[coflow] = True
     rate[~touched] = np.inf
     frozen |= ~touched
-    spare = capacity.astype(float).copy()
+    crossed = np.flatnonzero(np.bincount(link, minlength=len(capacity)))   # only the links crossed take part,
+    dense = np.zeros(len(capacity), dtype=np.int64)                         # numbered in their order
+    dense[crossed] = np.arange(len(crossed))
+    link = dense[link]
+    capacity = capacity[crossed].astype(float)
+    spare = capacity.copy()
     while not frozen.all():
         active = ~frozen[coflow]
         demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
@@ -52,6 +57,5 @@ def max_min_rates(coflow: np.ndarray, link: np.ndarray, load: np.ndarray, capaci
         rate[~frozen] += step
         spare -= step * demand
         saturated = used & (spare <= SATURATION_TOLERANCE * np.maximum(capacity, 1.0))
-        hit = np.unique(coflow[active & saturated[link]])
-        frozen[hit] = True
+        frozen[coflow[active & saturated[link]]] = True
     return rate

@@ -17,7 +17,7 @@ a 365-day calendar and the year repeats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -69,12 +69,26 @@ class CarbonClock:
     shape: HourlyShape
     start_month: int = 1                       # 1 = January
 
+    _years: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
     def factors(self, hours: int) -> np.ndarray:
         """Shape factor of each hour from t = 0 (``hours`` of them)."""
-        year = np.concatenate([np.tile(np.array(self.shape.factors[(self.start_month - 1 + m) % 12]),
-                                       DAYS_PER_MONTH[(self.start_month - 1 + m) % 12]) for m in range(12)])
-        reps = -(-hours // HOURS_PER_YEAR)
-        return np.tile(year, max(1, reps))[:hours]
+        return self._table(hours)[0][:hours]
+
+    def _table(self, hours: int) -> tuple[np.ndarray, np.ndarray]:
+        """(factor of each hour, ``∫_0 s`` in seconds at the start of each hour and after the last) over the whole
+        years that hold ``hours``: built once per year count, their prefixes serve every shorter span."""
+        reps = max(1, -(-hours // HOURS_PER_YEAR))
+        table = self._years.get(reps)
+        if table is None:
+            year = np.concatenate([np.tile(np.array(self.shape.factors[(self.start_month - 1 + m) % 12]),
+                                           DAYS_PER_MONTH[(self.start_month - 1 + m) % 12]) for m in range(12)])
+            f = np.tile(year, reps)
+            table = (f, np.concatenate([[0.0], np.cumsum(f) * SECONDS_PER_HOUR]))
+            for a in table:
+                a.flags.writeable = False
+            self._years[reps] = table
+        return table
 
     def integral_s(self, t_s: np.ndarray, horizon_s: float) -> np.ndarray:
         """``∫_0^t s(τ) dτ`` in seconds for every ``t`` (0 ≤ t ≤ horizon): equals ``t`` for a flat shape."""
@@ -82,8 +96,7 @@ class CarbonClock:
         if self.shape.flat:
             return t.copy()
         hours = int(np.ceil(max(horizon_s, float(t.max(initial=0.0))) / SECONDS_PER_HOUR)) + 1
-        f = self.factors(hours)
-        cumulative = np.concatenate([[0.0], np.cumsum(f) * SECONDS_PER_HOUR])
+        f, cumulative = self._table(hours)      # a running sum's prefix is the running sum of the prefix
         h = np.minimum((t // SECONDS_PER_HOUR).astype(np.int64), hours - 1)
         return cumulative[h] + f[h] * (t - h * SECONDS_PER_HOUR)
 

@@ -36,6 +36,7 @@ from twin.api import (
     estimate,
     parse_scenario,
     plan_memory,
+    plan_step_floor_s,
     plan_step_s,
     prepare,
     scenario_calibration,
@@ -397,9 +398,24 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
     kept = [f for f in fitting if f[0] in free]
     if not kept:
         return FitRow(option, None, tried, 0, least, capacity)
-    fastest = min(kept, key=lambda f: plan_step_s(prepared, f[1], f[2]))[0]
+    fastest = kept[_fastest(prepared, kept)][0]
     return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True), tried, len(kept), least,
                   capacity)
+
+
+def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
+    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose
+    compute-only floor (``plan_step_floor_s``) does not already exceed the fastest step found: plans are
+    priced from the lowest floor up, and the search stops at the first floor above the best step."""
+    floors = [plan_step_floor_s(prepared, request, planned) for _, request, planned in plans]
+    best, best_s = 0, math.inf
+    for i in sorted(range(len(plans)), key=floors.__getitem__):
+        if floors[i] > best_s:
+            break
+        step_s = plan_step_s(prepared, plans[i][1], plans[i][2])
+        if step_s < best_s or (step_s == best_s and i < best):
+            best, best_s = i, step_s
+    return best
 
 
 def _cost(row: FitRow, country: str) -> tuple[bool, float]:
