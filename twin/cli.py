@@ -37,7 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise ScenarioError("--report", f"'{args.report}' is not a Markdown file name (write e.g. report.md)")
         check_directory(str(report.parent / f"{report.stem}-figures"), "--report")
     result = run_file(args.scenario, args.profile)
-    record = result.to_dict()
+    record = result.to_dict() if args.json or out is not None or report is not None else result.described()
     band = band_line(record)
     text = result.to_json() if args.json else summary(record) + (f"\n\n{band}" if band else "")
     if out is not None:

@@ -62,12 +62,16 @@ def _at_edge(shape: Shape, factor: float) -> Shape:
 
 def played_at_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
                play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
-    """``result`` with its templates' bands and the runs at their fast and slow edges."""
-    edges = []
-    for sign in (-1, 1):
-        shapes = {key: _at_edge(shape, bands[shape.template].band.factor ** sign) for key, shape in built.items()}
-        run, accounts = play(shapes)
-        edges.append(replace(result, run=run, accounts=accounts, waits=waits(run.jobs), completion=completion(run.jobs),
-                             utilisation=utilisation(run), power=power_use(run, pue, power_limit_w),
-                             carbon_aware=None, warnings=[], edges=()))
-    return replace(result, band=Edges(bands, METHOD), edges=tuple(edges))
+    """``result`` with its templates' bands, and the runs at their fast and slow edges to be played when a
+    record asks for them (``OperationsResult.edges``)."""
+    def edges() -> tuple[OperationsResult, ...]:
+        out = []
+        for sign in (-1, 1):
+            shapes = {key: _at_edge(shape, bands[shape.template].band.factor ** sign) for key, shape in built.items()}
+            run, accounts = play(shapes)
+            out.append(replace(result, run=run, accounts=accounts, waits=waits(run.jobs),
+                               completion=completion(run.jobs), utilisation=utilisation(run),
+                               power=power_use(run, pue, power_limit_w), carbon_aware=None, warnings=[],
+                               play_edges=None))
+        return tuple(out)
+    return replace(result, band=Edges(bands, METHOD), play_edges=edges)

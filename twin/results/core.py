@@ -134,6 +134,11 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         return finite(self.banded(self.record()))
 
+    def described(self) -> dict[str, Any]:
+        """The record a text summary reads: ``to_dict``, or less where a band is dear to compute and the
+        summary only names where it comes from (``OperationsResult``)."""
+        return self.to_dict()
+
     def to_json(self) -> str:
         return to_json(self.to_dict())
 

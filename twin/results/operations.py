@@ -6,7 +6,9 @@ of them gives, in the record's order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 from twin.bands import OPERATIONS_KEYS, SERVICE_KEYS, Edges, edges_record, with_band, with_edges
@@ -17,7 +19,7 @@ from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Timeline, Utilisation, Waits
 from twin.power.pricing import cost_parts
-from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, serialise
+from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, plain, serialise
 
 # Completion counts shown as ``jobs_<name>`` next to the number of jobs submitted.
 JOB_COUNTS = ("finished", "timed_out", "unfinished")
@@ -145,7 +147,7 @@ class OperationsResult(Result):
         after={"cluster": _cluster, "fabric": _fabric, "seed": _counts, "waits": _waits, "accounts": _energy,
                "failures_enabled": _failures, "run": _jobs},
         omit=frozenset({"cluster", "fabric", "waits", "completion", "accounts", "failures_enabled", "run", "band",
-                        "edges"}))
+                        "play_edges"}))
     cluster: ClusterSpec
     fabric: FabricSummary
     policy: str
@@ -164,7 +166,15 @@ class OperationsResult(Result):
     services: dict[str, Service] = field(default_factory=dict)    # serving templates the jobs ran
     run: ClusterRun
     band: Edges | None = None                      # each template's band (twin.bands), set by twin.api
-    edges: tuple[OperationsResult, ...] = ()       # the same jobs played at the edges of those bands
+    # Plays the same jobs at the edges of those bands; run once, when a record first asks (``edges``).
+    play_edges: Callable[[], tuple[OperationsResult, ...]] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def edges(self) -> tuple[OperationsResult, ...]:
+        """The same jobs played at the fast and at the slow edge of their templates' bands (none without a band).
+
+        Played on first use: a text report does not need them, a record (``banded``) does."""
+        return self.play_edges() if self.play_edges is not None else ()
 
     @property
     def jobs(self) -> tuple[JobOutcome, ...]:
@@ -181,6 +191,12 @@ class OperationsResult(Result):
         out["services"] = {name: with_band(svc, self.band.templates[name].band.factor, SERVICE_KEYS)
                            for name, svc in out["services"].items()}
         return out | edges_record(self.band)
+
+    def described(self) -> dict[str, Any]:
+        """The record without its numbers' bands, with where they come from: the summary prints no more,
+        and the bands would play the cluster twice again."""
+        record = self.record()
+        return finite(record if self.band is None else record | edges_record(self.band))
 
 
 def operations_record(r: OperationsResult) -> dict[str, Any]:
