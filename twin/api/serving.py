@@ -61,9 +61,12 @@ def deployments(scenario: Scenario) -> list[Deployment]:
 
 
 def simulate_serving(scenario: Scenario) -> ServingResult:
-    """Answer a serving scenario: its deployment over the load, and each alternative beside it."""
-    first, *others = [_answer(scenario, d) for d in deployments(scenario)]
-    return replace(first, alternatives=tuple(others))
+    """Answer a serving scenario: its deployment over the load, and each alternative beside it with the
+    serving band of its own GPU."""
+    first, *others = deployments(scenario)
+    alternatives = tuple(replace(_answer(scenario, d), calibration=calibration_of(
+        scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE)) for d in others)
+    return replace(_answer(scenario, first), alternatives=alternatives)
 
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
