@@ -13,7 +13,7 @@ calibration row (output ≥ 4 × input) it prints:
 
 Nothing here is fitted or written: it is the evidence behind the limits section of
 docs/serving.md. On the rows of one GPU the implied batch is near the KV capacity; on
-the tensor-parallel 70B rows it is 64-217 sequences whatever the capacity (235-3,127),
+the tensor-parallel 70B rows it is 64-217 sequences whatever the capacity (236-3,127),
 which no per-byte or per-FLOP efficiency shared with the one-GPU rows can produce.
 """
 
