@@ -58,6 +58,12 @@ def compute_factor(gpu: GPUSpec, m: float, n: float, k: float) -> float:
     shape = tile_shape(gpu)
     if shape is None or m <= 0 or n <= 0 or k <= 0:
         return 1.0
+    return _factor(shape, m, n, k)
+
+
+@lru_cache(maxsize=1 << 16)
+def _factor(shape: TileShape, m: float, n: float, k: float) -> float:
+    """``compute_factor`` of one shape on one tile shape (the same GEMMs recur in every iteration and plan)."""
     return min(_tile_work(shape, tm, tn, m, n, k) for tm, tn in shape.tiles) / (m * n * k)
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import NamedTuple
 
 from twin.calibration import ServingEfficiency
 from twin.network.collectives import CommModel
@@ -55,9 +56,8 @@ from twin.workload.placement import GroupShape
 from twin.workload.plan import stage_layers
 
 
-@dataclass(frozen=True)
-class Batch:
-    """One iteration's work on one replica."""
+class Batch(NamedTuple):
+    """One iteration's work on one replica (a named tuple: the engine builds one per clock advance)."""
     decode_seqs: int = 0           # sequences emitting one token each
     decode_context: float = 0.0    # Σ tokens already in their KV caches
     prefill_tokens: int = 0        # prompt tokens of the scheduled prefill chunks
@@ -70,8 +70,7 @@ class Batch:
         return self.decode_seqs + self.prefill_tokens
 
 
-@dataclass(frozen=True)
-class IterationTime:
+class IterationTime(NamedTuple):
     total_s: float
     compute_s: float               # of which compute-bound work (GEMMs past their ridge, prefill attention)
     memory_s: float                # of which memory-bound work (weight and KV streaming, elementwise)
@@ -146,11 +145,13 @@ class IterationModel:
         """Layers of the busiest pipeline stage."""
         return max(stage_layers(self.model.layers, self.stages))
 
-    def _memo(self, key: tuple, compute):
-        """``compute()``, once per ``key`` (costs that depend on one count of tokens or sequences)."""
+    def _memo(self, kind: str, count: int, compute, *args):
+        """``compute(*args)``, once per ``(kind, count)`` (costs that depend on one count of tokens or
+        sequences); no closure is built on a hit, the common case."""
+        key = (kind, count)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = compute()
+            hit = self._cache[key] = compute(*args)
         return hit
 
     def _head(self, emits: int) -> float:
@@ -158,11 +159,11 @@ class IterationModel:
         if not emits:
             return 0.0
         m = self.model
-        return self._memo(("head", emits), lambda: self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden))
+        return self._memo("head", emits, self.head_ops.matmul_s, emits, m.vocab / self.tensor.ranks, m.hidden)
 
     def _gemms(self, tokens: int) -> tuple[float, float]:
         """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
-        return self._memo(("gemm", tokens), lambda: self._gemm_split(tokens))
+        return self._memo("gemm", tokens, self._gemm_split, tokens)
 
     def _gemm_split(self, tokens: int) -> tuple[float, float]:
         m, ops, t = self.model, self.ops, self.tensor.ranks
@@ -222,7 +223,7 @@ class IterationModel:
         return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
 
     def _all_reduce(self, tokens: int) -> float:
-        return self._memo(("ar", tokens), lambda: self.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES))
+        return self._memo("ar", tokens, self.all_reduce_s, tokens * self.model.hidden * UNQUANTISED_BYTES)
 
     def all_reduce_s(self, size_bytes: float) -> float:
         """One tensor-parallel all-reduce: NCCL's, or the engine's own kernels inside an NVLink node where faster."""
