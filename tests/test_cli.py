@@ -114,3 +114,43 @@ def test_missing_file_exits_2(tmp_path):
 def test_catalog_lists(kind, needle):
     out = twin("catalog", kind)
     assert out.returncode == 0 and needle in out.stdout
+
+
+def test_the_hand_over_probes_every_runtime_dependency_of_pyproject():
+    import re
+    import tomllib
+
+    from twin.checkout import RUNTIME_IMPORTS
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    names = set()
+    for spec in declared:
+        name, extras = re.match(r"([A-Za-z0-9_.-]+)(?:\[([^\]]*)\])?", spec).groups()
+        names.add({"pyyaml": "yaml"}.get(name.lower(), name.lower()))
+        names.update(e.strip() for e in (extras or "").split(",") if e.strip())
+    assert set(RUNTIME_IMPORTS) == names
+
+
+def test_the_checkout_python_is_taken_only_where_it_helps(tmp_path):
+    from twin.checkout import checkout_python
+
+    python = tmp_path / ".venv" / "bin" / "python"
+    assert checkout_python(tmp_path, "/usr", ["pycountry"]) is None          # no environment in the checkout
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    assert checkout_python(tmp_path, "/usr", ["pycountry"]) == python       # another Python, a package missing
+    assert checkout_python(tmp_path, "/usr", []) is None                    # nothing missing: run here
+    assert checkout_python(tmp_path, str(tmp_path / ".venv"), ["pycountry"]) is None   # already that environment
+
+
+def test_python_without_the_environment_runs_the_scenario_from_the_checkout():
+    """A new terminal: the interpreter the checkout's .venv was made from, not activated, runs the README's
+    scenario (handed to the .venv's Python when it lacks a dependency)."""
+    if not (ROOT / ".venv" / "bin" / "python").exists() or sys.prefix == sys.base_prefix:
+        pytest.skip("the twin is not installed in the checkout's .venv")
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    out = subprocess.run([str(base), "-m", "twin", "run", "scenarios/superpod.yaml"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "tokens/s" in out.stdout
