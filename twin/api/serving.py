@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from twin.api.bands import SERVING_ENGINE, calibration_of
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
+from twin.bands import Calibration
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.hardware.specs import ClusterSpec
 from twin.power.api_prices import ApiComparison, compare_apis
@@ -64,9 +65,13 @@ def simulate_serving(scenario: Scenario) -> ServingResult:
     """Answer a serving scenario: its deployment over the load, and each alternative beside it with the
     serving band of its own GPU."""
     first, *others = deployments(scenario)
-    alternatives = tuple(replace(_answer(scenario, d), calibration=calibration_of(
-        scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE)) for d in others)
+    alternatives = tuple(replace(_answer(scenario, d), calibration=_band(scenario, d)) for d in others)
     return replace(_answer(scenario, first), alternatives=alternatives)
+
+
+def _band(scenario: Scenario, d: Deployment) -> Calibration:
+    """The serving band of a deployment: the serving engine's validation rows on its GPU (or the site profile)."""
+    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE)
 
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
@@ -137,7 +142,7 @@ def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
     with ``target_rate_per_s``, the replicas and GPUs that rate needs; ``grid`` adds trial rates at
     these fractions of the offline throughput to the first deployment's sweep (a curve to draw)."""
     first, *others = [replace(_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ()),
-                              calibration=calibration_of(scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE))
+                              calibration=_band(scenario, d))
                       for i, d in enumerate(deployments(scenario))]
     return replace(first, alternatives=tuple(others))
 

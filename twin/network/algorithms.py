@@ -54,7 +54,7 @@ class Protocol:
 # protocol. Simple moves whole chunks and flushes them: the lowest per-byte cost, the
 # highest per-step latency (14 µs across the network). LL (8-byte stores carrying
 # their own flag) has the lowest latency at half the bus bandwidth (``busBw · 0.5``,
-# capped at ``LL_MAX_BUSBW_GBPS``); LL128 (128-byte lines, 120 bytes of data) keeps
+# capped at ``LL_MAX_BUSBW_GBps``); LL128 (128-byte lines, 120 bytes of data) keeps
 # 0.92 of the bandwidth at a latency between the two. Tree all-reduce with LL runs at
 # ``busBw / 3.8`` and with LL128 at ``busBw · 120/128``.
 PROTOCOLS = {
@@ -74,7 +74,7 @@ NET_OVERHEAD_S = {"intel": 1.0e-6, "amd": 2.0e-6}
 SIMPLE_NET_OVERHEAD_FACTOR = 3.0
 # tuning.cc llMaxBws (GB/s): the LL protocol's bus-bandwidth ceiling. One node: by GPU
 # generation; two nodes and more than two: by host CPU (Intel row, AMD row).
-LL_MAX_BUSBW_GBPS = {
+LL_MAX_BUSBW_GBps = {
     "volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
     "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0),
 }
@@ -101,7 +101,7 @@ def cpu_vendor(cpu: str) -> str:
 def ll_max_busbw_Bps(nodes: int, gpu: str, cpu: str) -> float:
     """The LL protocol's bus-bandwidth ceiling for a group spanning ``nodes`` nodes (tuning.cc llMaxBws)."""
     row = gpu_generation(gpu) if nodes <= 1 else LL_MAX_BUSBW_MULTINODE_ROW[cpu_vendor(cpu)]
-    return LL_MAX_BUSBW_GBPS[row][min(nodes, 3) - 1] * 1e9
+    return LL_MAX_BUSBW_GBps[row][min(nodes, 3) - 1] * 1e9
 
 
 # NVLS has a larger fixed cost than a ring (switch multicast set-up; tuning.cc: hwLat
