@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,6 +56,8 @@ class FailureProfile:
     description: str
     source: str
     components: tuple[Component, ...]
+    # mtbf_s by (gpus, nodes): a cluster's scheduler asks it for every job it sizes a checkpoint for
+    _mtbf_s: dict[tuple[int, int], float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def job_rates_per_s(self, gpus: int, nodes: int) -> tuple[float, ...]:
         """Failure rate of each component for a job of ``gpus`` GPUs on ``nodes`` nodes (per second)."""
@@ -71,8 +73,11 @@ class FailureProfile:
 
     def mtbf_s(self, gpus: int, nodes: int) -> float:
         """Mean time between failures of the job (inf without failures)."""
-        total = sum(self.job_rates_per_s(gpus, nodes))
-        return 1.0 / total if total > 0 else float("inf")
+        found = self._mtbf_s.get((gpus, nodes))
+        if found is None:
+            total = sum(self.job_rates_per_s(gpus, nodes))
+            found = self._mtbf_s[(gpus, nodes)] = 1.0 / total if total > 0 else float("inf")
+        return found
 
 
 def failure_profile(name: str, rate_scale: float = 1.0, custom_rates: dict[str, float] | None = None,
