@@ -22,7 +22,7 @@ import numpy as np
 from twin.calibration import ServingEfficiency
 from twin.validation.serving import run_cases
 
-GRID = {"matmul": (0.7, 0.75, 0.8, 0.85), "memory": (0.55, 0.6, 0.65, 0.7, 0.75),
+GRID = {"matmul": (0.7, 0.75, 0.8, 0.85), "memory": (0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
         "iteration_overhead_s": (0.0, 0.0005, 0.001)}
 REQUESTS = 600
 WORKERS = os.cpu_count() or 1

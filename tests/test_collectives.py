@@ -44,6 +44,18 @@ def test_large_all_reduce_bus_bandwidth_matches_nccl(node, nodes, ranks, per_nod
     assert busbw == pytest.approx(published_GBps, rel=0.10)
 
 
+def test_gpus_on_pcie_reduce_at_the_pcie_efficiency_and_dgx_nics_keep_theirs():
+    """An 8-GPU L40S box has no NVLink: its ring runs over PCIe Gen4 x16 (32 GB/s per direction) at the
+    ``pcie`` efficiency (NCCL's 8-GPU PCIe figure, 0.44), about 14 GB/s; a DGX's GPU-to-NIC PCIe hop is not
+    one of those links (one NDR NIC still reaches the network's rate)."""
+    busbw = comm("l40s-8", 1).busbw_Bps(GroupShape(8, 8), "all_reduce", GIB4)
+    assert busbw == pytest.approx(32e9 * EFF.pcie, rel=0.01)
+    assert 12e9 < busbw < 16e9
+    assert comm("dgx-h100", 2).busbw_Bps(GroupShape(2, 1)) == pytest.approx(400e9 / 8 * EFF.network, rel=0.01)
+    faster = comm("l40s-8", 1, efficiency=Efficiency(**{**EFF.__dict__, "pcie": 0.8}))
+    assert faster.busbw_Bps(GroupShape(8, 8), "all_reduce", GIB4) > busbw
+
+
 def test_nvls_only_where_the_switch_reduces():
     assert comm("dgx-h100", 1).algorithm(GIB4, GroupShape(8, 8)) == "nvls"
     assert comm("dgx-a100-80gb", 1).algorithm(GIB4, GroupShape(8, 8)) == "ring"

@@ -27,6 +27,7 @@ class Efficiency:
     nvlink: float       # fraction of NVLink line rate reached as NCCL bus bandwidth
     network: float      # fraction of NIC line rate reached as NCCL bus bandwidth
     nvls: float         # fraction of NVLink line rate that NVLink SHARP all-reduce reaches (algorithm bandwidth)
+    pcie: float         # fraction of PCIe line rate reached as NCCL bus bandwidth between GPUs without NVLink
     overlap_compute: float  # fraction of its speed that compute keeps while a data-parallel collective runs beside it
 
     @property

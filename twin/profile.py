@@ -22,7 +22,7 @@ from twin.errors import ScenarioError
 # A profile is a few kilobytes; anything far larger is not one.
 MAX_PROFILE_BYTES = 1 << 20
 # The efficiencies a profile may override (calibration.yaml names; fractions in (0, 1]).
-EFFICIENCY_KEYS = ("matmul", "memory", "attention", "nvlink", "network", "nvls", "overlap_compute")
+EFFICIENCY_KEYS = ("matmul", "memory", "attention", "nvlink", "network", "nvls", "pcie", "overlap_compute")
 # The smallest band a profile gives: its fits' residuals may be tiny, the model's structure is not
 # exact (the median |error| of the validation's calibration rows is about this; docs/validation.md).
 MIN_BAND_FRACTION = 0.02

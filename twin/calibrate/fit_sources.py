@@ -57,18 +57,18 @@ def _busbw(comm: CommModel, run: NcclRun, size: float) -> float:
 
 
 def _binding_key(run: NcclRun, model: Callable, size: float) -> str:
-    """The efficiency a run's bandwidth depends on most (network across nodes; nvlink or nvls within one)."""
+    """The efficiency a run's bandwidth depends on most (network across nodes; nvlink, nvls or pcie within one)."""
     if run.nodes > 1:
         return "network"
     base = _busbw(model({}), run, size)
     defaults = Efficiency.calibrated()
     effect = {k: abs(1 - _busbw(model({k: getattr(defaults, k) * 0.9}), run, size) / base) / 0.1
-              for k in ("nvlink", "nvls")}
+              for k in ("nvlink", "nvls", "pcie")}
     return max(effect, key=effect.get)
 
 
 def collective_fits(readings: list, fit_scale: Scaler) -> list[Fit]:
-    """Bus bandwidth per efficiency (nvlink, nvls, network) and the latency of small messages per tier."""
+    """Bus bandwidth per efficiency (nvlink, nvls, pcie, network) and the latency of small messages per tier."""
     groups: dict[str, list[tuple[NcclRun, Callable, list]]] = {}
     fits = []
     for run in (r for r in readings if isinstance(r, NcclRun)):

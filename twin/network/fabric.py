@@ -98,6 +98,9 @@ class Fabric:
         pools: dict[tuple, list[float]] = {}
         intra = efficiency.nvlink if efficiency is not None else 1.0
         network = efficiency.network if efficiency is not None else 1.0
+        # PCIe links through a node's PCIe switches (nodes without NVLink): GPU-to-GPU traffic there is bound
+        # by what the host delivers, the ``pcie`` efficiency; a GPU's own link to its NIC keeps ``intra``.
+        switched = efficiency.pcie if efficiency is not None else 1.0
         scale = {t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS}
         tier_index = {t: i for i, t in enumerate(TIERS)}
         nodes = graph.nodes
@@ -107,7 +110,7 @@ class Fabric:
             ids[(u, v)] = 2 * e
             ids[(v, u)] = 2 * e + 1
             t = data["tier"]
-            cap = data["capacity_Bps"] * scale[t]
+            cap = data["capacity_Bps"] * (switched if t == "pcie" and "pcie" in (u[0], v[0]) else scale[t])
             capacity += (cap, cap)
             tier += (tier_index[t], tier_index[t])
             if t == "nic":
