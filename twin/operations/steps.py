@@ -35,6 +35,7 @@ bandwidth-bound on the pools.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,7 @@ class StepTimes:
             if data.get("kind") == "nic" and v[2] == 0:
                 su[v[1]] = int(data.get("su", 0))
         self.node_su = su
+        self._su_of = su.tolist()                      # the same, as Python ints: a job's class is counted often
         self.su_nodes = [np.nonzero(su == s)[0] for s in range(int(su.max()) + 1)]
         leaves: dict[int, list[int]] = {}
         for v, data in graph.nodes(data=True):
@@ -114,8 +116,9 @@ class StepTimes:
         """(class, SUs in order) of a job on ``nodes``; a job inside one node has class ()."""
         if gpus <= self.gpus_per_node:
             return (), ()
-        sus, counts = np.unique(self.node_su[list(nodes)], return_counts=True)
-        return tuple(int(c) for c in counts), tuple(int(s) for s in sus)
+        counts = Counter(self._su_of[n] for n in nodes)
+        sus = tuple(sorted(counts))
+        return tuple(counts[s] for s in sus), sus
 
     def packed_class(self, gpus: int) -> tuple[int, ...]:
         """The class of a job of ``gpus`` GPUs on the cluster's first nodes (alone, packed)."""
