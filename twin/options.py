@@ -63,6 +63,7 @@ BatchScheduler = Literal["no_evict", "max_utilization"]
 Offload = Literal["none", "grace"]
 # Tensor-parallel all-reduce kernels of a serving engine: its own one-/two-shot kernels over NVLink, or NCCL.
 AllReduceKernels = Literal["custom", "nccl"]
+CustomAllReduceKernels = Literal["trtllm", "vllm"]   # catalog tp_all_reduce.yaml
 
 # -- the site (site:) ------------------------------------------------------------------------
 EmbodiedMethod = Literal["bloom", "llmcarbon"]

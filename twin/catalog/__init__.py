@@ -15,7 +15,7 @@ from twin.errors import ScenarioError, did_you_mean
 
 KINDS = ("gpus", "nodes", "models", "failure_profiles", "electricity_prices", "currencies", "calibration", "power",
          "mig", "stacks", "grid_hourly", "prices", "ownership", "api_prices",
-         "storage_tiers", "datasets", "climates", "cooling_designs", "gemm", "engines",
+         "storage_tiers", "datasets", "climates", "cooling_designs", "gemm", "engines", "tp_all_reduce",
          "error_bands")
 # Entries that were renamed: the old name is an error that names the new one.
 RENAMED = {"nodes": {"l4-server": "l4-8", "l40s-server": "l40s-8", "gh200-node": "gh200-1"}}

@@ -3,42 +3,48 @@
 An engine's tensor-parallel all-reduce in decode moves a few kilobytes per token, where
 NCCL's ring pays its per-step latencies. vLLM, SGLang and TensorRT-LLM run their own
 kernels over NVLink peer memory inside a node (vLLM ``custom_all_reduce.cuh``,
-TensorRT-LLM ``customAllReduceKernels.cu``), and fall back to NCCL above a size or off
-NVLink:
+TensorRT-LLM ``customAllReduceKernels.cu``: a one-shot reduction for small buffers, a
+reduce-scatter and all-gather through peer memory for larger ones), and fall back to NCCL
+above a size or off NVLink.
 
-- **one-shot**: every rank reads the whole buffer from each of its ``n - 1`` peers and
-  reduces it locally, after one barrier: ``launch + barrier + (n - 1) · S / B``;
-- **two-shot**: a reduce-scatter then an all-gather through peer memory, two barriers:
-  ``launch + 2 · barrier + 2 (n - 1)/n · S / B``.
-
-``B`` is a GPU's NVLink bandwidth per direction at the calibrated NCCL efficiency
-(``Efficiency.nvlink``); the launch is one kernel launch (``operators.launches``); a
-barrier is one flag round over NVLink, NCCL's LL step (``network.algorithms.PROTOCOLS``).
-The engine picks the fastest of one-shot, two-shot and NCCL (TensorRT-LLM's
-AllReduceStrategy AUTO; vLLM's size rule gives the same choice on full NVLink).
+Their time is measured, not derived from the link: at decode sizes these kernels move
+40-60 GB/s per GPU on H100, a tenth of NVLink 4's line rate, bound by their blocks' peer
+loads and flag waits. ``custom_all_reduce_s`` interpolates the measured time per call
+(catalog ``tp_all_reduce.yaml``: per kernel family, buffer size and tensor-parallel size)
+linearly in size, and extends it past the largest measured size at the cost per byte of the
+last two; a group of a size not measured takes the next larger measured size. The engine
+picks the faster of its kernels and NCCL (TensorRT-LLM's AllReduceStrategy AUTO; vLLM's
+size rule gives the same choice on full NVLink).
 """
 
 from __future__ import annotations
 
-from twin.network.algorithms import PROTOCOLS
-from twin.operators.launches import KERNEL_LAUNCH_S
+import bisect
+from functools import lru_cache
 
-# One barrier over NVLink peer memory: a flag written and seen, as NCCL's LL protocol's step.
-BARRIER_S = PROTOCOLS["ll"].nvlink_step_s
+from twin import catalog
 
-
-def one_shot_s(size_bytes: float, ranks: int, link_Bps: float) -> float:
-    """One-shot all-reduce of ``size_bytes`` over ``ranks`` GPUs whose peers are reached at ``link_Bps`` each."""
-    return KERNEL_LAUNCH_S + BARRIER_S + (ranks - 1) * size_bytes / link_Bps
+MICROSECOND_S = 1e-6
 
 
-def two_shot_s(size_bytes: float, ranks: int, link_Bps: float) -> float:
-    """Two-shot all-reduce: reduce-scatter and all-gather through peer memory."""
-    return KERNEL_LAUNCH_S + 2 * BARRIER_S + 2.0 * (ranks - 1) / ranks * size_bytes / link_Bps
+@lru_cache(maxsize=None)
+def _table(kernels: str) -> tuple[tuple[float, ...], dict[int, tuple[float, ...]]]:
+    """(sizes in bytes, {tensor-parallel size: seconds per call at each size}) of a kernel family."""
+    row = catalog.entry("tp_all_reduce", kernels, "serving.engine.custom_all_reduce_kernels")
+    sizes = tuple(float(s) for s in row["sizes"])
+    return sizes, {int(n): tuple(t * MICROSECOND_S for t in times) for n, times in row["latency_us"].items()}
 
 
-def custom_all_reduce_s(size_bytes: float, ranks: int, link_Bps: float) -> float:
-    """The faster of the one-shot and two-shot kernels (0 for one rank)."""
+def custom_all_reduce_s(size_bytes: float, ranks: int, kernels: str = "trtllm") -> float:
+    """Time of one all-reduce of ``size_bytes`` over ``ranks`` GPUs of an NVLink node by the engine's own kernels
+    (0 for one rank)."""
     if ranks <= 1:
         return 0.0
-    return min(one_shot_s(size_bytes, ranks, link_Bps), two_shot_s(size_bytes, ranks, link_Bps))
+    sizes, by_ranks = _table(kernels)
+    measured = sorted(by_ranks)
+    times = by_ranks[next((n for n in measured if n >= ranks), measured[-1])]
+    if size_bytes <= sizes[0]:
+        return times[0]
+    i = min(bisect.bisect_left(sizes, size_bytes), len(sizes) - 1)
+    lo, hi = sizes[i - 1], sizes[i]
+    return times[i - 1] + (times[i] - times[i - 1]) * (size_bytes - lo) / (hi - lo)

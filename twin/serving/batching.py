@@ -16,8 +16,8 @@ replica (tensor parallelism ``t``) a layer costs:
   (``operators.elementwise.elementwise_bytes``, fused kernels);
 - two tensor-parallel all-reduces of ``m · h`` 16-bit activations: NCCL's
   (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it), or
-  the engine's own one-shot / two-shot kernels inside an NVLink node where faster
-  (``network.tp_kernels``, up to the engine's ``custom_all_reduce_max_bytes``).
+  the engine's own kernels inside an NVLink node where faster (``network.tp_kernels``:
+  their measured time, up to the engine's ``custom_all_reduce_max_bytes``).
 
 GEMMs are priced by shape (``operators.gemm``: tiles, waves over the SMs, pipeline fill).
 The last stage adds the LM head for every sequence that emits a token (16-bit
@@ -235,8 +235,7 @@ class IterationModel:
         on_nvlink = t.ranks_per_node == t.ranks and gpu.nvlink_Bps > 0
         if e.all_reduce != "custom" or not on_nvlink or size_bytes > e.custom_all_reduce_max_bytes:
             return nccl
-        link = gpu.nvlink_per_direction_Bps * self.comm.efficiency.nvlink
-        return min(nccl, custom_all_reduce_s(size_bytes, t.ranks, link))
+        return min(nccl, custom_all_reduce_s(size_bytes, t.ranks, e.custom_all_reduce_kernels))
 
     @cached_property
     def _weight_spill_s(self) -> float:

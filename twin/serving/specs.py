@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.options import AllReduceKernels, BatchScheduler, Distribution, Offload
+from twin.options import AllReduceKernels, BatchScheduler, CustomAllReduceKernels, Distribution, Offload
 
 # Bytes per stored weight. int4 is weight-only (AWQ/GPTQ style): 4-bit weights with one
 # 16-bit scale per group of 128 (Lin et al. 2024, AWQ, §3: group size 128), 0.5 + 2/128 B.
@@ -61,6 +61,7 @@ class EngineSpec:
     overlap_scheduler: bool = False        # host work for iteration i+1 runs while the GPU runs iteration i
     all_reduce: AllReduceKernels = "nccl"  # tensor-parallel all-reduce kernels
     custom_all_reduce_max_bytes: float = 0.0
+    custom_all_reduce_kernels: CustomAllReduceKernels = "trtllm"   # whose measured kernels (tp_all_reduce.yaml)
     quantised: tuple[str, ...] = ("fp8", "int8", "int4")   # weight precisions the engine has kernels for
 
 
