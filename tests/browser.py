@@ -37,6 +37,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 # A laptop's window; screenshots for the docs are taken wider.
 VIEWPORT = {"width": 1600, "height": 1200} if os.environ.get("TWIN_SCREENSHOTS") else {"width": 1280, "height": 800}
 SCENARIOS = core.shipped_scenarios(ROOT / "scenarios")
+DEFAULT_SCENARIO = "superpod.yaml"      # the sidebar's first choice (dashboard/panel.py, sidebar)
 KNOB_BOUND_S = 1.5                      # a knob change shows in the headline within this
 SCREENSHOTS = {                         # scenario → pages kept as docs/screenshots/<stem>-<page>.png
     "superpod.yaml": ["scenario", "overview", "cluster", "step", "job", "compare"],
@@ -199,13 +200,24 @@ class Tab:
     def go(self, page: str) -> dict:
         self.page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(
             has_text=PAGES[page]).first.click()
-        return self.settle(PAGES[page])
+        state = self.settle(PAGES[page])
+        self.await_url("page", None if page == "overview" else PAGES[page])
+        return state
 
     def choose_scenario(self, name: str) -> None:
         box = self.page.get_by_role("combobox", name="Shipped scenario")
         box.click()
         box.fill(name)                      # the list shows only what fits: narrow it to the one
         self.page.get_by_role("option", name=name, exact=True).click()
+        # the default scenario may be left out of the address bar
+        self.await_url("scenario_file", name, *([None] if name == DEFAULT_SCENARIO else []))
+
+    def await_url(self, key: str, *values: str | None, timeout_s: float = 30.0) -> None:
+        """Wait until the address bar holds ``key`` at one of ``values`` (None: no ``key``). The page and the
+        scenario live in the URL: a rerun the browser asks for carries its query string, so an action taken
+        before the address bar shows the last one would be answered with the state the bar still holds."""
+        self.page.wait_for_function("([k, vs]) => vs.includes(new URLSearchParams(location.search).get(k))",
+                                    arg=[key, list(values)], timeout=timeout_s * 1000, polling=25)
 
     def caption(self) -> str:
         """The line under the page title: the scenario and its what-if."""
