@@ -11,11 +11,23 @@ from typing import Any
 from twin.report.capacity import capacity_summary
 from twin.report.fit import fit_table
 from twin.report.format import METHOD_NAMES, table
-from twin.report.markdown import MarkdownReport, markdown_report, md_table, report_zip, write_markdown
 from twin.report.operations import operations_summary
 from twin.report.serving import serving_summary
 from twin.report.studies import MAX_TABLE_ROWS, OBJECTIVE_COLUMNS, plan_summary, sweep_summary
 from twin.report.training import training_summary
+
+# The Markdown report draws figures (plotly, the figure modules): loaded when first asked for, so that a run's
+# terminal summary does not import them (PEP 562 module __getattr__).
+_MARKDOWN = ("MarkdownReport", "markdown_report", "md_table", "report_zip", "write_markdown")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MARKDOWN:
+        from twin.report import markdown
+
+        return getattr(markdown, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # A run's terminal summary, by the ``workload`` of its record (training when it names none).
 SUMMARIES = {"serving": serving_summary, "operations": operations_summary}
