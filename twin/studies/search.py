@@ -407,7 +407,13 @@ def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
     """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose
     compute-only floor (``plan_step_floor_s``) does not already exceed the fastest step found: plans are
     priced from the lowest floor up, and the search stops at the first floor above the best step."""
-    floors = [plan_step_floor_s(prepared, request, planned) for _, request, planned in plans]
+    floors, by_shape = [], {}
+    for _, request, planned in plans:
+        shape = replace(planned[0], zero=0)          # the floor leaves ZeRO out: plans differing in it share one
+        floor = by_shape.get(shape)
+        if floor is None:
+            floor = by_shape[shape] = plan_step_floor_s(prepared, request, planned)
+        floors.append(floor)
     best, best_s = 0, math.inf
     for i in sorted(range(len(plans)), key=floors.__getitem__):
         if floors[i] > best_s:
