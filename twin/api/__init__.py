@@ -22,6 +22,7 @@ from twin.api.training import (
     estimate,
     memory_of,
     plan_memory,
+    plan_passes_floor_s,
     plan_step_floor_s,
     plan_step_s,
     prepare,
@@ -48,7 +49,7 @@ from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
-           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
+           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
            "check_key", "TrainingResult", "scenario_calibration",

@@ -169,13 +169,19 @@ class CommModel:
     def _candidates(self, op: str, group: GroupShape, algorithm: str | None) -> list[tuple[str, list[tuple]]]:
         """Every (algorithm, protocol) that applies, as (algorithm, [(latency, volume, bandwidth) per phase]).
 
-        Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
+        Memoised per fabric, and on this model by what varies on it (its placement, efficiencies and
+        latency are fixed): pricing a collective of any size is then a few multiply-adds.
         """
+        own = ("candidates", op, group, algorithm)
+        found = self._cache.get(own)
+        if found is not None:
+            return found
         key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
                self.protocols, self.net_overhead_s, self.latency)
         memo = self.fabric.memo
         found = memo.get(key)
         if found is not None:
+            self._cache[own] = found
             return found
         names = ((algorithm,) if algorithm else alg.ALL_REDUCE_ALGORITHMS) if op == "all_reduce" else ("ring",)
         found = []
@@ -190,7 +196,7 @@ class CommModel:
                 found.append((name, [(lat if self.latency else 0.0, p.volume,
                                        self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
-        memo[key] = found
+        memo[key] = self._cache[own] = found
         return found
 
     @property

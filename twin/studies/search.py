@@ -36,6 +36,7 @@ from twin.api import (
     estimate,
     parse_scenario,
     plan_memory,
+    plan_passes_floor_s,
     plan_step_floor_s,
     plan_step_s,
     prepare,
@@ -374,10 +375,12 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
                                        "failures": scenario.failures.model_copy(update={"enabled": False})})
 
 
-def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None) -> FitRow:
+def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
+              prepared: Prepared | None = None) -> FitRow:
     """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
-    option, answer the fastest in full (``model``: the scenario's, default the prepared one)."""
-    prepared = prepare(variant(scenario, option))
+    option (``prepared``: ``variant(scenario, option)`` prepared, default prepared here), answer the
+    fastest in full (``model``: the scenario's, default the prepared one)."""
+    prepared = prepared or prepare(variant(scenario, option))
     model = model or prepared.model
     capacity = prepared.cluster.node.gpu.memory_bytes
     tried, least = 0, float("inf")
@@ -404,21 +407,27 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
 
 
 def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
-    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose
-    compute-only floor (``plan_step_floor_s``) does not already exceed the fastest step found: plans are
-    priced from the lowest floor up, and the search stops at the first floor above the best step."""
-    floors, by_shape = [], {}
+    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors
+    do not already exceed the fastest step found. Plans are taken from the lowest passes' floor up
+    (``plan_passes_floor_s``, shared by the plans that differ only in ZeRO stage) and the search stops at
+    the first above the best step; a plan whose whole floor (``plan_step_floor_s``: with its sends,
+    overheads and optimizer) is above it is skipped. Either floor above the best step means a step
+    above it, so the plan ``min`` keeps (ties to the first) is never skipped."""
+    passes, by_shape = [], {}
     for _, request, planned in plans:
-        shape = replace(planned[0], zero=0)          # the floor leaves ZeRO out: plans differing in it share one
+        shape = replace(planned[0], zero=0)
         floor = by_shape.get(shape)
         if floor is None:
-            floor = by_shape[shape] = plan_step_floor_s(prepared, request, planned)
-        floors.append(floor)
+            floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
+        passes.append(floor)
     best, best_s = 0, math.inf
-    for i in sorted(range(len(plans)), key=floors.__getitem__):
-        if floors[i] > best_s:
+    for i in sorted(range(len(plans)), key=passes.__getitem__):
+        if passes[i] > best_s:
             break
-        step_s = plan_step_s(prepared, plans[i][1], plans[i][2])
+        _, request, planned = plans[i]
+        if best_s < math.inf and plan_step_floor_s(prepared, request, planned, passes[i]) > best_s:
+            continue
+        step_s = plan_step_s(prepared, request, planned)
         if step_s < best_s or (step_s == best_s and i < best):
             best, best_s = i, step_s
     return best
@@ -436,7 +445,10 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
-    rows = [best_plan(scenario, option) for option in options]
+    rows, last = [], None
+    for option in options:             # the methods of one cluster follow each other: they share its collectives
+        last = prepare(variant(scenario, option), last)
+        rows.append(best_plan(scenario, option, prepared=last))
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
     if fits:
