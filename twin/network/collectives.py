@@ -108,10 +108,17 @@ class CommModel:
         return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
     def _groups_key(self, group: GroupShape) -> tuple:
-        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo."""
+        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo. A
+        placement's groups are keyed by their members themselves (kept on this model), so placements
+        that put one kind of group on the same GPUs (tensor groups of one size, whatever the data and
+        pipeline sizes around them) share the fabric's phases and rates."""
         if self.placement is not None and group.kind:
-            p = self.placement
-            return ("placed", p.sizes, p.order, p.nodes, group.kind)
+            own = ("groups", group)
+            key = self._cache.get(own)
+            if key is None:
+                members = self.placement.members(group.kind)
+                key = self._cache[own] = ("placed", members.shape, members.tobytes())
+            return key
         return ("bare", group.ranks, group.ranks_per_node)
 
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:

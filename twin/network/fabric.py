@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from twin import collector
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
@@ -49,8 +50,9 @@ def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: floa
                   oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
     from twin.hardware.specs import node_spec
 
-    return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
-                          storage_write_Bps)
+    with collector.paused():           # its vertices and links all live on (twin/collector.py)
+        return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
+                              storage_write_Bps)
 
 
 def _graph_key(cluster: ClusterSpec) -> tuple:
@@ -67,7 +69,9 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
 
 @lru_cache(maxsize=4)
 def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
-    return Fabric(_cached_graph(*graph_key), efficiency)
+    graph = _cached_graph(*graph_key)
+    with collector.paused():           # its link tables all live on (twin/collector.py)
+        return Fabric(graph, efficiency)
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
