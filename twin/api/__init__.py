@@ -57,14 +57,17 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> TrainingResult | ServingResult | OperationsResult:
+def simulate(scenario: Scenario, closed_form: bool = False,
+             like: Prepared | None = None) -> TrainingResult | ServingResult | OperationsResult:
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
-    ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
+    ``closed_form`` plays a training step with the analytic schedule instead of SimPy; ``like``: a
+    training scenario prepared on the same cluster, whose communication models the answer shares
+    (``prepare``)."""
     if scenario.workload == "serving":
         return calibrated(simulate_serving(scenario), scenario)
     if scenario.workload == "jobs":
         return simulate_operations(scenario)
-    return calibrated(simulate_training(scenario, closed_form), scenario)
+    return calibrated(simulate_training(scenario, closed_form, like), scenario)
 
 
 def run_file(path: str | Path, profile: str | None = None) -> TrainingResult | ServingResult | OperationsResult:

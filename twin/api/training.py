@@ -198,9 +198,9 @@ def build_plan(prepared: Prepared, request: PlanRequest,
                  s.finetune, s.fp8_recipe)
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
-    prepared = prepare(scenario)
+def build(scenario: Scenario, like: Prepared | None = None) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario (``like``: as ``prepare``'s)."""
+    prepared = prepare(scenario, like)
     return build_plan(prepared, prepared.request)
 
 
@@ -306,12 +306,13 @@ def _model_flops(b: Built) -> float:
     return model_flops_per_token(b.model, b.finetune, b.scenario.training.seq_len) * b.plan.tokens_per_step
 
 
-def simulate_training(scenario: Scenario, closed_form: bool = False) -> TrainingResult:
+def simulate_training(scenario: Scenario, closed_form: bool = False, like: Prepared | None = None) -> TrainingResult:
     """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy.
 
     With ``training.data`` the GPUs also wait for the data loader (``api/storage.py``); with
-    ``site.cooling`` the result carries the building's year (``api/building.py``)."""
-    built = build(scenario)
+    ``site.cooling`` the result carries the building's year (``api/building.py``). ``like``: a
+    scenario prepared on the same cluster (``prepare``), whose collectives are answered again."""
+    built = build(scenario, like)
     iteration = None if closed_form else simulate_iteration(built.costs, built.plan)
     step = step_time(built.costs, built.plan) if iteration is None else iteration.breakdown
     feed = data_feed_of(scenario, built.cluster, built.plan.gpus, step)

@@ -376,34 +376,48 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
 
 
 def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
-              prepared: Prepared | None = None) -> FitRow:
+              prepared: Prepared | None = None, sized: dict | None = None) -> FitRow:
     """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
     option (``prepared``: ``variant(scenario, option)`` prepared, default prepared here), answer the
-    fastest in full (``model``: the scenario's, default the prepared one)."""
+    fastest in full (``model``: the scenario's, default the prepared one). ``sized``: plans sized for
+    earlier options, kept for the next (``_sized_plans``)."""
     prepared = prepared or prepare(variant(scenario, option))
     model = model or prepared.model
     capacity = prepared.cluster.node.gpu.memory_bytes
-    tried, least = 0, float("inf")
-    fitting = []
-    levels = recompute_levels(scenario.training.attention)
-    for choice in plan_choices(model, option.gpus, prepared.cluster.node.gpus, levels):
-        request = choice.request(prepared.request)
-        try:
-            planned = plan_memory(prepared, request)
-        except InfeasibleError:
-            continue
-        tried += 1
-        needed = planned[1].required_bytes
-        least = min(least, needed)
-        if needed <= capacity:
-            fitting.append((choice, request, planned))
+    sized_plans = _sized_plans(prepared, model, option.gpus, recompute_levels(scenario.training.attention),
+                               {} if sized is None else sized)
+    least = min((planned[1].required_bytes for _, _, planned in sized_plans), default=float("inf"))
+    fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
     free = undominated([choice for choice, _, _ in fitting])
     kept = [f for f in fitting if f[0] in free]
     if not kept:
-        return FitRow(option, None, tried, 0, least, capacity)
+        return FitRow(option, None, len(sized_plans), 0, least, capacity)
     fastest = kept[_fastest(prepared, kept)][0]
-    return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True), tried, len(kept), least,
-                  capacity)
+    return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True, like=prepared),
+                  len(sized_plans), len(kept), least, capacity)
+
+
+def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
+    """(choice, request, its ``plan_memory``) of every plan of ``model`` on ``gpus`` GPUs of the prepared cluster
+    that splits (``plan_choices``; a plan the model, the batch or the GPUs cannot split is left out).
+
+    What they depend on is the key of ``memo``: the model, the method, the scenario's plan request, the
+    GPUs used, the cluster's working GPUs and its GPUs per node; not the node type (memory per GPU is
+    the plan's, its capacity the node's), so a fit sizes the plans of one method once for every node
+    type with as many GPUs per node."""
+    cluster = prepared.cluster
+    key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    found = memo[key] = []
+    for choice in plan_choices(model, gpus, cluster.node.gpus, levels):
+        request = choice.request(prepared.request)
+        try:
+            found.append((choice, request, plan_memory(prepared, request)))
+        except InfeasibleError:
+            continue
+    return found
 
 
 def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
@@ -445,10 +459,10 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
-    rows, last = [], None
+    rows, last, sized = [], None, {}
     for option in options:             # the methods of one cluster follow each other: they share its collectives
         last = prepare(variant(scenario, option), last)
-        rows.append(best_plan(scenario, option, prepared=last))
+        rows.append(best_plan(scenario, option, prepared=last, sized=sized))
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
     if fits:
