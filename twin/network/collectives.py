@@ -133,9 +133,29 @@ class CommModel:
         return PhaseRate(rate, phase.volume, phase.hops, reach)
 
     def _route_and_share(self, phase: alg.Phase) -> tuple[float, str]:
-        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach)."""
+        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach).
+
+        A phase that stays inside one node is answered once for every fabric whose nodes are alike
+        (``Fabric.node_kind``: built from one catalog node at one set of efficiencies), by its
+        flows' local ends: a fit prices the tensor groups of a node type on every cluster size."""
         fab = self.fabric
-        phase = _one_node(phase, fab.gpus_per_node)
+        inside = _one_node(phase, fab.gpus_per_node)
+        key = None
+        if inside is not phase and fab.node_kind is not None:
+            gpn = fab.gpus_per_node
+            ends = np.where(inside.src >= 0, inside.src % gpn, -1), np.where(inside.dst >= 0, inside.dst % gpn, -1)
+            key = (fab.node_kind, inside.coflows, inside.intra_scale, inside.coflow.tobytes(), ends[0].tobytes(),
+                   ends[1].tobytes(), inside.weight.tobytes())
+            found = _NODE_RATES.get(key)
+            if found is not None:
+                return found
+        found = self._routed_and_shared(inside)
+        if key is not None:
+            _NODE_RATES[key] = found
+        return found
+
+    def _routed_and_shared(self, phase: alg.Phase) -> tuple[float, str]:
+        fab = self.fabric
         flow, link = fab.route_many(phase.src, phase.dst)
         co = phase.coflow[flow]
         load = phase.weight[flow]
@@ -398,6 +418,10 @@ class CommModel:
             return 0.0
         rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
         return bytes_per_node / float(rates.min())
+
+
+# Rates of phases inside one node, by the node's kind and the flows' local ends (``_route_and_share``).
+_NODE_RATES: dict[tuple, tuple[float, str]] = {}
 
 
 def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:

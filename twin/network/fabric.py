@@ -71,7 +71,7 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
 def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
     graph = _cached_graph(*graph_key)
     with collector.paused():           # its link tables all live on (twin/collector.py)
-        return Fabric(graph, efficiency)
+        return Fabric(graph, efficiency, node_kind=(graph_key[0], efficiency))
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
@@ -88,8 +88,11 @@ def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
 class Fabric:
     """A topology graph with numbered directed links and a router."""
 
-    def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None):
+    def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None, node_kind: tuple | None = None):
         self.graph = graph
+        # What makes the nodes of two fabrics alike, inside: the catalog node every node is built from and the
+        # efficiencies its links are scaled by (``cluster_fabric``); None for a graph given (it may be degraded).
+        self.node_kind = node_kind
         self.gpus_per_node = int(graph.graph["gpus_per_node"])
         self.rails = int(graph.graph["rails"])
         self.nodes = int(graph.graph["nodes"])
