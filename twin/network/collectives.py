@@ -39,6 +39,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
+from twin.network.symmetry import NODE_RATES, node_key, one_node
 from twin.workload.placement import GroupShape, Placement
 
 if TYPE_CHECKING:
@@ -133,25 +134,16 @@ class CommModel:
         return PhaseRate(rate, phase.volume, phase.hops, reach)
 
     def _route_and_share(self, phase: alg.Phase) -> tuple[float, str]:
-        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach).
-
-        A phase that stays inside one node is answered once for every fabric whose nodes are alike
-        (``Fabric.node_kind``: built from one catalog node at one set of efficiencies), by its
-        flows' local ends: a fit prices the tensor groups of a node type on every cluster size."""
+        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach); a
+        phase inside nodes on one node, answered once per kind of node (``network/symmetry.py``)."""
         fab = self.fabric
-        inside = _one_node(phase, fab.gpus_per_node)
-        key = None
-        if inside is not phase and fab.node_kind is not None:
-            gpn = fab.gpus_per_node
-            ends = np.where(inside.src >= 0, inside.src % gpn, -1), np.where(inside.dst >= 0, inside.dst % gpn, -1)
-            key = (fab.node_kind, inside.coflows, inside.intra_scale, inside.coflow.tobytes(), ends[0].tobytes(),
-                   ends[1].tobytes(), inside.weight.tobytes())
-            found = _NODE_RATES.get(key)
-            if found is not None:
-                return found
-        found = self._routed_and_shared(inside)
-        if key is not None:
-            _NODE_RATES[key] = found
+        inside = one_node(phase, fab.gpus_per_node)
+        key = node_key(inside, fab.gpus_per_node, fab.node_kind) if inside is not phase else None
+        found = NODE_RATES.get(key) if key is not None else None
+        if found is None:
+            found = self._routed_and_shared(inside)
+            if key is not None:
+                NODE_RATES[key] = found
         return found
 
     def _routed_and_shared(self, phase: alg.Phase) -> tuple[float, str]:
@@ -418,26 +410,6 @@ class CommModel:
             return 0.0
         rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
         return bytes_per_node / float(rates.min())
-
-
-# Rates of phases inside one node, by the node's kind and the flows' local ends (``_route_and_share``).
-_NODE_RATES: dict[tuple, tuple[float, str]] = {}
-
-
-def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
-    """By symmetry, a phase whose every flow stays inside its node is priced on one node.
-
-    Nodes are built alike and such traffic shares no link with other nodes, so the
-    groups of the first node see exactly what every node's groups see.
-    """
-    src_node = np.where(phase.src >= 0, phase.src, phase.dst) // gpus_per_node
-    dst_node = np.where(phase.dst >= 0, phase.dst, phase.src) // gpus_per_node
-    if len(src_node) == 0 or (src_node != dst_node).any():
-        return phase
-    keep = src_node == src_node[0]
-    coflows, index = np.unique(phase.coflow[keep], return_inverse=True)
-    return alg.Phase(index, phase.src[keep], phase.dst[keep], phase.weight[keep], phase.volume, phase.hops,
-                     len(coflows), phase.intra_scale)
 
 
 def _su_rows(g: nx.Graph) -> list["ScalableUnit"]:

@@ -378,9 +378,8 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
 def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
               prepared: Prepared | None = None, sized: dict | None = None) -> FitRow:
     """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
-    option (``prepared``: ``variant(scenario, option)`` prepared, default prepared here), answer the
-    fastest in full (``model``: the scenario's, default the prepared one). ``sized``: plans sized for
-    earlier options, kept for the next (``_sized_plans``)."""
+    option (``prepared``: ``variant(scenario, option)`` prepared, default here), answer the fastest in
+    full (``model``: the scenario's, default the prepared one; ``sized``: as ``_sized_plans``'s memo)."""
     prepared = prepared or prepare(variant(scenario, option))
     model = model or prepared.model
     capacity = prepared.cluster.node.gpu.memory_bytes
@@ -399,12 +398,8 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
 
 def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
     """(choice, request, its ``plan_memory``) of every plan of ``model`` on ``gpus`` GPUs of the prepared cluster
-    that splits (``plan_choices``; a plan the model, the batch or the GPUs cannot split is left out).
-
-    What they depend on is the key of ``memo``: the model, the method, the scenario's plan request, the
-    GPUs used, the cluster's working GPUs and its GPUs per node; not the node type (memory per GPU is
-    the plan's, its capacity the node's), so a fit sizes the plans of one method once for every node
-    type with as many GPUs per node."""
+    that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node type (memory per GPU
+    is the plan's, only the capacity is the node's), so plans are sized once for every node type alike."""
     cluster = prepared.cluster
     key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
     found = memo.get(key)
@@ -421,12 +416,10 @@ def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple,
 
 
 def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
-    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors
-    do not already exceed the fastest step found. Plans are taken from the lowest passes' floor up
-    (``plan_passes_floor_s``, shared by the plans that differ only in ZeRO stage) and the search stops at
-    the first above the best step; a plan whose whole floor (``plan_step_floor_s``: with its sends,
-    overheads and optimizer) is above it is skipped. Either floor above the best step means a step
-    above it, so the plan ``min`` keeps (ties to the first) is never skipped."""
+    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors do
+    not exceed the fastest step found: taken from the lowest passes' floor up (``plan_passes_floor_s``, one per
+    ZeRO-free shape), stopping at the first above it, skipping those whose ``plan_step_floor_s`` is above it.
+    A floor above the best step means a step above it: the plan ``min`` keeps (ties to the first) is kept."""
     passes, by_shape = [], {}
     for _, request, planned in plans:
         shape = replace(planned[0], zero=0)
