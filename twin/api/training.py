@@ -22,7 +22,7 @@ from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
-from twin.engine.stage_costs import StepCosts, chunks_work_s, step_costs, step_extras_s
+from twin.engine.stage_costs import StepCosts, chunks_work_s, stage_passes_s, step_costs, step_extras_s
 from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, sends_per_microbatch, step_time
 from twin.errors import ScenarioError
@@ -251,24 +251,26 @@ def plan_passes_floor_s(prepared: Prepared, request: PlanRequest,
 
 
 def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
-                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None,
-                      passes_floor_s: float | None = None) -> float:
-    """A lower bound on ``plan_step_s``: the passes' floor (``plan_passes_floor_s``, or ``passes_floor_s`` when
-    known) with what the step adds to every stage and after the pipeline, priced as ``step_costs`` prices
-    them (``stage_costs.step_extras_s``): each stage's sends for every micro-batch, spread over the pipeline
-    as its passes are, then the overheads and the optimizer step. Only ZeRO-2/3 traffic, the data-parallel
+                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
+    """A lower bound on ``plan_step_s``, at least ``plan_passes_floor_s``: the pipeline of ``engine.step``
+    (``m · U_max + (Σ U_i - U_max) / v``, which grows with every ``U_i``) on each stage's chunks' passes and
+    sends (``stage_costs.stage_passes_s``, ``step_extras_s``), then the overheads and the optimizer step,
+    each priced as ``step_costs`` prices it. Only ZeRO-2/3 traffic (in the ``U_i``), the data-parallel
     collectives' exposed part and stragglers are left out, and they only add. 0 for DeepSpeed's pipeline."""
     s = prepared.section
     plan, _ = planned or plan_memory(prepared, request)
     if plan.schedule == "deepspeed":
         return 0.0
-    if passes_floor_s is None:
-        passes_floor_s = plan_passes_floor_s(prepared, request, (plan, _))
     placement = place(plan, prepared.cluster.node.gpus, request.order)
-    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
-                                              s.finetune)
-    extras = sends_per_microbatch(plan) * p2p * _pipeline_factor(plan) + overheads + optimizer
-    return passes_floor_s + extras * (1.0 - FLOOR_ROUNDING_MARGIN)
+    comm = prepared.comm(placement)
+    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune)
+    sends = sends_per_microbatch(plan) * p2p
+    stages = [passes + sends for passes in stage_passes_s(s.model, plan, s.ops, comm, placement, s.stack,
+                                                          s.finetune, prepared.memo)]
+    busiest = max(stages)
+    chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
+    pipeline = plan.microbatches * busiest + (sum(stages) - busiest) / chunks
+    return (pipeline + overheads + optimizer) * (1.0 - FLOOR_ROUNDING_MARGIN)
 
 
 def _pipeline_factor(plan: ParallelPlan) -> float:

@@ -229,6 +229,22 @@ def chunks_work_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm
     return layers * ((fwd + fwd_comm + launch_f) + (bwd + bwd_comm + launch_b)) + 3 * embed_fwd + head_fwd + head_bwd
 
 
+def stage_passes_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+                   stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None) -> list[float]:
+    """Each pipeline stage's chunks' forward and backward for one micro-batch, as ``_chunks`` prices them,
+    without ZeRO-2/3 traffic (``memo``: as ``_passes``'s)."""
+    (fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b), (head_fwd, head_bwd, embed_fwd) = _passes(
+        model, plan, ops, comm, placement, stack, ft, memo)
+    layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
+    stages = [0.0] * plan.pipeline
+    for i, n in enumerate(layers):
+        first, last = i == 0, i == len(layers) - 1
+        fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
+        bwd = n * (bwd_l + bcomm_l + launch_b) + (2 * embed_fwd if first else 0.0) + (head_bwd if last else 0.0)
+        stages[i % plan.pipeline] += fwd + bwd
+    return stages
+
+
 def _layer_compute_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, stack: StackProfile,
                     ft: FinetuneSpec = FULL) -> tuple[float, float, float]:
     """(forward, backward with its recomputation, the projection GEMMs' forward) compute of one layer for one

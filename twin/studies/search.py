@@ -432,7 +432,7 @@ def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
         if passes[i] > best_s:
             break
         _, request, planned = plans[i]
-        if best_s < math.inf and plan_step_floor_s(prepared, request, planned, passes[i]) > best_s:
+        if best_s < math.inf and plan_step_floor_s(prepared, request, planned) > best_s:
             continue
         step_s = plan_step_s(prepared, request, planned)
         if step_s < best_s or (step_s == best_s and i < best):
