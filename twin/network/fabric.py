@@ -110,7 +110,7 @@ class Fabric:
         nodes = graph.nodes
         capacity, tier = [], []
         ids = self._id
-        for e, (u, v, data) in enumerate(graph.edges(data=True)):
+        for e, (u, v, data) in enumerate(_links(graph)):
             ids[(u, v)] = 2 * e
             ids[(v, u)] = 2 * e + 1
             t = data["tier"]
@@ -434,6 +434,15 @@ class Fabric:
                 if self.graph.nodes[leaf]["kind"] == "sleaf" and self.graph.has_edge(leaf, ("storage",)):
                     out.append(self.link_ids([host, w, leaf, ("storage",)]))
         return out
+
+
+def _links(graph: nx.Graph):
+    """The graph's links with their data, in its order, through a view of their own: the view networkx keeps on
+    the graph would hold the graph in a reference cycle, which only the cyclic collector frees
+    (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
+    from networkx.classes.reportviews import EdgeView
+
+    return EdgeView(graph)(data=True)
 
 
 def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:

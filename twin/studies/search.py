@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twin import collector
 from twin.api import (
     Prepared,
     Scenario,
@@ -417,9 +418,8 @@ def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple,
 
 def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
     """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors do
-    not exceed the fastest step found: taken from the lowest passes' floor up (``plan_passes_floor_s``, one per
-    ZeRO-free shape), stopping at the first above it, skipping those whose ``plan_step_floor_s`` is above it.
-    A floor above the best step means a step above it: the plan ``min`` keeps (ties to the first) is kept."""
+    not exceed the fastest step found: from the lowest ``plan_passes_floor_s`` up to the first above it, less
+    those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
     passes, by_shape = [], {}
     for _, request, planned in plans:
         shape = replace(planned[0], zero=0)
@@ -495,5 +495,6 @@ def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None
         if left:
             notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
                          "write site.hardware_price to price one node of the others")
-    report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    with collector.paused():           # its fabrics, memos and plans live on to its end (twin/collector.py)
+        report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
     return replace(report, notes=tuple(notes) + report.notes)
