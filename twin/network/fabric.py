@@ -111,12 +111,14 @@ class Fabric:
         capacity, tier = [], []
         ids = self._id
         for e, (u, v, data) in enumerate(_links(graph)):
-            ids[(u, v)] = 2 * e
-            ids[(v, u)] = 2 * e + 1
+            ids[u, v] = 2 * e
+            ids[v, u] = 2 * e + 1
             t = data["tier"]
             cap = data["capacity_Bps"] * scale[t]
-            capacity += (cap, cap)
-            tier += (tier_index[t], tier_index[t])
+            capacity.append(cap)
+            capacity.append(cap)
+            tier.append(tier_index[t])
+            tier.append(tier_index[t])
             if t == "nic":
                 nic, leaf = (u, v) if u[0] == "nic" else (v, u)
                 self._leaf[nic] = leaf
