@@ -86,12 +86,14 @@ def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
 
 
 class Fabric:
-    """A topology graph with numbered directed links and a router."""
+    """A topology graph with numbered directed links and a router.
+
+    ``node_kind``: what makes its nodes alike inside, (catalog node, efficiencies) for a fabric
+    ``cluster_fabric`` builds; None for a graph given (it may be degraded), whose phases inside a
+    node are routed on it alone (``network/symmetry.py``)."""
 
     def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None, node_kind: tuple | None = None):
         self.graph = graph
-        # What makes the nodes of two fabrics alike, inside: the catalog node every node is built from and the
-        # efficiencies its links are scaled by (``cluster_fabric``); None for a graph given (it may be degraded).
         self.node_kind = node_kind
         self.gpus_per_node = int(graph.graph["gpus_per_node"])
         self.rails = int(graph.graph["rails"])
