@@ -22,6 +22,7 @@ from twin.api.training import (
     estimate,
     memory_of,
     plan_memory,
+    plan_passes_floor_s,
     plan_step_floor_s,
     plan_step_s,
     prepare,
@@ -48,7 +49,7 @@ from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
-           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
+           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
            "check_key", "TrainingResult", "scenario_calibration",
@@ -56,14 +57,17 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 
 
-def simulate(scenario: Scenario, closed_form: bool = False) -> TrainingResult | ServingResult | OperationsResult:
+def simulate(scenario: Scenario, closed_form: bool = False,
+             like: Prepared | None = None) -> TrainingResult | ServingResult | OperationsResult:
     """Answer a scenario, training, serving or many jobs on the cluster as its workload section says;
-    ``closed_form`` plays a training step with the analytic schedule instead of SimPy."""
+    ``closed_form`` plays a training step with the analytic schedule instead of SimPy; ``like``: a
+    training scenario prepared on the same cluster, whose communication models the answer shares
+    (``prepare``)."""
     if scenario.workload == "serving":
         return calibrated(simulate_serving(scenario), scenario)
     if scenario.workload == "jobs":
         return simulate_operations(scenario)
-    return calibrated(simulate_training(scenario, closed_form), scenario)
+    return calibrated(simulate_training(scenario, closed_form, like), scenario)
 
 
 def run_file(path: str | Path, profile: str | None = None) -> TrainingResult | ServingResult | OperationsResult:

@@ -22,9 +22,9 @@ from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
-from twin.engine.stage_costs import StepCosts, chunks_work_s, step_costs
+from twin.engine.stage_costs import StepCosts, chunks_work_s, stage_passes_s, step_costs, step_extras_s
 from twin.engine.stragglers import PER_GPU_SPREAD
-from twin.engine.step import StepBreakdown, step_time
+from twin.engine.step import StepBreakdown, sends_per_microbatch, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import checkpoint_bytes_per_param
@@ -137,7 +137,10 @@ class Prepared:
         """The parallel plan the scenario itself asks for."""
         return plan_request_of(self.scenario.training.parallelism, self.section.stack)
 
-    comms: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # One communication model per placement (``comm``); scenarios prepared on the same cluster share them.
+    comms: dict = field(default_factory=dict, repr=False, compare=False)
+    # What one plan's pricing found that the next plan of this scenario can use (``stage_costs._passes``).
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def comm(self, placement: Placement) -> CommModel:
         """The communication model of one placement, shared by the plans placed alike (they differ in batch,
@@ -154,8 +157,16 @@ class Prepared:
         return facility(self.cluster, site, CommModel(self.cluster, self.efficiency).summary())
 
 
-def prepare(scenario: Scenario) -> Prepared:
-    """Hardware, model, stack, operator model and site of a training scenario, for any parallel plan."""
+def prepare(scenario: Scenario, like: Prepared | None = None) -> Prepared:
+    """Hardware, model, stack, operator model and site of a training scenario, for any parallel plan.
+
+    ``like``: a scenario prepared before; when its cluster and efficiency sections equal this one's,
+    its cluster, efficiencies and communication models are shared (they depend on nothing else), so
+    collectives one priced are answered to the other (a fit's methods on one cluster)."""
+    if like is not None and like.scenario.cluster == scenario.cluster \
+            and like.scenario.efficiency == scenario.efficiency:
+        return Prepared(scenario, like.cluster, like.efficiency,
+                        section_of(scenario.training, like.cluster, like.efficiency), like.comms)
     cluster = cluster_of(scenario.cluster)
     efficiency = Efficiency.calibrated(scenario.efficiency)
     return Prepared(scenario, cluster, efficiency, section_of(scenario.training, cluster, efficiency))
@@ -170,24 +181,26 @@ def plan_memory(prepared: Prepared, request: PlanRequest) -> tuple[ParallelPlan,
 
 
 def build_plan(prepared: Prepared, request: PlanRequest,
-               planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> Built:
+               planned: tuple[ParallelPlan, MemoryBreakdown] | None = None, latency_split: bool = True) -> Built:
     """Plan, placement, per-stage costs and memory of one parallel plan on a prepared scenario.
 
-    ``planned``: the request's ``plan_memory``, when already known. Raises ``InfeasibleError``
-    for a plan the model, the batch or the cluster cannot split.
+    ``planned``: the request's ``plan_memory``, when already known. ``latency_split``: as
+    ``step_costs``'s. Raises ``InfeasibleError`` for a plan the model, the batch or the cluster
+    cannot split.
     """
     p, s = prepared, prepared.section
     plan, memory = planned or plan_memory(prepared, request)
     placement = place(plan, p.cluster.node.gpus, request.order)
     comm = p.comm(placement)
-    costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune, s.straggler_spread)
+    costs = step_costs(s.model, plan, s.ops, comm, placement, s.stack, s.finetune, s.straggler_spread,
+                       latency_split, p.memo)
     return Built(p.scenario, p.cluster, s.model, plan, placement, p.efficiency, s.stack, s.ops, comm, costs, memory,
                  s.finetune, s.fp8_recipe)
 
 
-def build(scenario: Scenario) -> Built:
-    """Hardware, model, plan, placement and per-stage costs of a training scenario."""
-    prepared = prepare(scenario)
+def build(scenario: Scenario, like: Prepared | None = None) -> Built:
+    """Hardware, model, plan, placement and per-stage costs of a training scenario (``like``: as ``prepare``'s)."""
+    prepared = prepare(scenario, like)
     return build_plan(prepared, prepared.request)
 
 
@@ -207,8 +220,9 @@ def step_of(scenario: Scenario) -> StepBreakdown:
 def plan_step_s(prepared: Prepared, request: PlanRequest,
                 planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
     """Seconds per step of one plan in closed form (``estimate``'s ``step.step_s``), without the site's
-    power, energy and cost: what a search ranks plans of one option by."""
-    built = build_plan(prepared, request, planned)
+    power, energy and cost: what a search ranks plans of one option by (the latency share of ZeRO-2/3
+    traffic, a part of the breakdown, is not worked out)."""
+    built = build_plan(prepared, request, planned, latency_split=False)
     return step_time(built.costs, built.plan).step_s
 
 
@@ -216,10 +230,11 @@ def plan_step_s(prepared: Prepared, request: PlanRequest,
 FLOOR_ROUNDING_MARGIN = 1e-9
 
 
-def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
-                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
+def plan_passes_floor_s(prepared: Prepared, request: PlanRequest,
+                        planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
     """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``), without ZeRO-2/3
-    traffic, stage sends, data-parallel collectives, overheads or the optimizer.
+    traffic, stage sends, data-parallel collectives, overheads or the optimizer: the same for plans that
+    differ only in their ZeRO stage.
 
     The pipeline takes ``m · U_max + (Σ U_i - U_max) / v`` (``engine.step``), which grows with ``U_max``
     and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its chunks' passes,
@@ -231,9 +246,37 @@ def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
         return 0.0
     placement = place(plan, prepared.cluster.node.gpus, request.order)
     per_stage = chunks_work_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
-                              s.finetune) / plan.pipeline
+                              s.finetune, prepared.memo) / plan.pipeline
+    return per_stage * _pipeline_factor(plan) * (1.0 - FLOOR_ROUNDING_MARGIN)
+
+
+def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
+                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
+    """A lower bound on ``plan_step_s``, at least ``plan_passes_floor_s``: the pipeline of ``engine.step``
+    (``m · U_max + (Σ U_i - U_max) / v``, which grows with every ``U_i``) on each stage's chunks' passes and
+    sends (``stage_costs.stage_passes_s``, ``step_extras_s``), then the overheads and the optimizer step,
+    each priced as ``step_costs`` prices it. Only ZeRO-2/3 traffic (in the ``U_i``), the data-parallel
+    collectives' exposed part and stragglers are left out, and they only add. 0 for DeepSpeed's pipeline."""
+    s = prepared.section
+    plan, _ = planned or plan_memory(prepared, request)
+    if plan.schedule == "deepspeed":
+        return 0.0
+    placement = place(plan, prepared.cluster.node.gpus, request.order)
+    comm = prepared.comm(placement)
+    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune)
+    sends = sends_per_microbatch(plan) * p2p
+    stages = [passes + sends for passes in stage_passes_s(s.model, plan, s.ops, comm, placement, s.stack,
+                                                          s.finetune, prepared.memo)]
+    busiest = max(stages)
     chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
-    return per_stage * (plan.microbatches + (plan.pipeline - 1) / chunks) * (1.0 - FLOOR_ROUNDING_MARGIN)
+    pipeline = plan.microbatches * busiest + (sum(stages) - busiest) / chunks
+    return (pipeline + overheads + optimizer) * (1.0 - FLOOR_ROUNDING_MARGIN)
+
+
+def _pipeline_factor(plan: ParallelPlan) -> float:
+    """``m + (p - 1) / v``: the average stage's micro-batch times this is at most the pipeline's time."""
+    chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
+    return plan.microbatches + (plan.pipeline - 1) / chunks
 
 
 def estimate(prepared: Prepared, request: PlanRequest,
@@ -265,12 +308,13 @@ def _model_flops(b: Built) -> float:
     return model_flops_per_token(b.model, b.finetune, b.scenario.training.seq_len) * b.plan.tokens_per_step
 
 
-def simulate_training(scenario: Scenario, closed_form: bool = False) -> TrainingResult:
+def simulate_training(scenario: Scenario, closed_form: bool = False, like: Prepared | None = None) -> TrainingResult:
     """Answer a training scenario; ``closed_form`` plays the step with the analytic schedule instead of SimPy.
 
     With ``training.data`` the GPUs also wait for the data loader (``api/storage.py``); with
-    ``site.cooling`` the result carries the building's year (``api/building.py``)."""
-    built = build(scenario)
+    ``site.cooling`` the result carries the building's year (``api/building.py``). ``like``: a
+    scenario prepared on the same cluster (``prepare``), whose collectives are answered again."""
+    built = build(scenario, like)
     iteration = None if closed_form else simulate_iteration(built.costs, built.plan)
     step = step_time(built.costs, built.plan) if iteration is None else iteration.breakdown
     feed = data_feed_of(scenario, built.cluster, built.plan.gpus, step)

@@ -191,19 +191,58 @@ def _layer_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm:
     return fwd, bwd, fwd_comm, bwd_comm
 
 
-def chunks_work_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
-                  stack: StackProfile, ft: FinetuneSpec = FULL) -> float:
-    """Forward and backward of every chunk for one micro-batch, summed over the pipeline: what the chunks'
-    ``ChunkCost`` times add up to (each layer's compute, exposed tensor- and expert-parallel communication
-    and kernel launches, recomputation included, and the embedding and head), without ZeRO-2/3 traffic."""
+def _passes(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+            stack: StackProfile, ft: FinetuneSpec, memo: dict | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """One layer's (fwd, bwd, fwd comm, bwd comm, fwd launch, bwd launch) and the end stages' (head forward,
+    head backward, embedding forward) for one micro-batch.
+
+    ``memo``: answers kept for the plans priced with the same model, operator model, stack and method
+    (one prepared scenario), by what they depend on: the layer's split (tensor, experts, sequence
+    parallelism), its micro-batch and sequence, the recomputation and where its groups are placed."""
+    key = None
+    if memo is not None:
+        key = ("passes", plan.tensor, plan.expert, plan.sequence_parallel, plan.microbatch, plan.seq_len,
+               plan.recompute, placement)
+        found = memo.get(key)
+        if found is not None:
+            return found
     fwd, bwd, fwd_comm, bwd_comm = _layer_costs(model, plan, ops, comm, placement, stack, ft)
     launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, ops.precision,
                                         model.experts / plan.expert)
     if plan.recompute == "full":
         launch_b += launch_f
-    head_fwd, head_bwd, embed_fwd = _head_s(model, plan, ops, stack, ft)
+    found = (fwd, bwd, fwd_comm, bwd_comm, launch_f, launch_b), _head_s(model, plan, ops, stack, ft)
+    if key is not None:
+        memo[key] = found
+    return found
+
+
+def chunks_work_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+                  stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None) -> float:
+    """Forward and backward of every chunk for one micro-batch, summed over the pipeline: what the chunks'
+    ``ChunkCost`` times add up to (each layer's compute, exposed tensor- and expert-parallel communication
+    and kernel launches, recomputation included, and the embedding and head), without ZeRO-2/3 traffic.
+    ``memo``: as ``_passes``'s."""
+    (fwd, bwd, fwd_comm, bwd_comm, launch_f, launch_b), (head_fwd, head_bwd, embed_fwd) = _passes(
+        model, plan, ops, comm, placement, stack, ft, memo)
     layers = sum(stage_layers(model.layers, plan.pipeline, plan.virtual_stages))
     return layers * ((fwd + fwd_comm + launch_f) + (bwd + bwd_comm + launch_b)) + 3 * embed_fwd + head_fwd + head_bwd
+
+
+def stage_passes_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+                   stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None) -> list[float]:
+    """Each pipeline stage's chunks' forward and backward for one micro-batch, as ``_chunks`` prices them,
+    without ZeRO-2/3 traffic (``memo``: as ``_passes``'s)."""
+    (fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b), (head_fwd, head_bwd, embed_fwd) = _passes(
+        model, plan, ops, comm, placement, stack, ft, memo)
+    layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
+    stages = [0.0] * plan.pipeline
+    for i, n in enumerate(layers):
+        first, last = i == 0, i == len(layers) - 1
+        fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
+        bwd = n * (bwd_l + bcomm_l + launch_b) + (2 * embed_fwd if first else 0.0) + (head_bwd if last else 0.0)
+        stages[i % plan.pipeline] += fwd + bwd
+    return stages
 
 
 def _layer_compute_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, stack: StackProfile,
@@ -270,17 +309,18 @@ def _unit_bytes(model: ModelSpec, plan: ParallelPlan, precision: str, stack: Sta
 
 
 def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Placement, stack: StackProfile,
-            layer: tuple[float, ...], ends: tuple[float, float, float], unit: tuple[float, float],
-            slowdown: float) -> list[ChunkCost]:
+            layer: tuple[float, ...], ends: tuple[float, ...], unit: tuple[float, float],
+            slowdown: float, latency_split: bool = True) -> list[ChunkCost]:
     """Every chunk's cost from one layer's (fwd, bwd, fwd comm, bwd comm, fwd launch, bwd launch), the
-    (head forward, head backward, embedding forward) of the end stages and the ZeRO-2/3 unit bytes."""
+    (head forward, head backward, embedding forward) of the end stages and the ZeRO-2/3 unit bytes
+    (``latency_split``: as ``step_costs``'s)."""
     fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b = layer
     head_fwd, head_bwd, embed_fwd = ends
     t = plan.tensor
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     chunks = []
     sharded: dict[ChunkWork, tuple[float, float, float, float]] = {}      # chunks alike priced once
-    bytes_only = comm.bandwidth_only()
+    bytes_only = comm.bandwidth_only() if latency_split else None
     for i, n in enumerate(layers):
         first, last = i == 0, i == len(layers) - 1
         fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
@@ -297,14 +337,15 @@ def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Pl
     return chunks
 
 
-def _sharded_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comms: tuple[CommModel, CommModel],
+def _sharded_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comms: tuple[CommModel, CommModel | None],
                placement: Placement, stack: StackProfile, unit: tuple[float, float],
                slowdown: float) -> tuple[float, float, float, float]:
     """A chunk's ZeRO-2/3 extra (forward, backward) and, of it, what the collectives' latency adds: the
-    extra less the extra the same passes would have if every collective cost its bytes alone."""
+    extra less the extra the same passes would have if every collective cost its bytes alone (0 without
+    the bytes-only model)."""
     full = sharded_extra_s(work, model, plan, comms[0], placement, stack, unit[0], unit[1], slowdown)
-    if full == (0.0, 0.0):
-        return 0.0, 0.0, 0.0, 0.0
+    if full == (0.0, 0.0) or comms[1] is None:
+        return full[0], full[1], 0.0, 0.0
     bare = sharded_extra_s(work, model, plan, comms[1], placement, stack, unit[0], unit[1], slowdown)
     return full[0], full[1], max(0.0, full[0] - bare[0]), max(0.0, full[1] - bare[1])
 
@@ -354,28 +395,42 @@ def _dp_collectives_s(plan: ParallelPlan, precision: str, comm: CommModel, place
 
 def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel,
                placement: Placement, stack: StackProfile, ft: FinetuneSpec = FULL,
-               straggler_spread: float = 0.0) -> StepCosts:
+               straggler_spread: float = 0.0, latency_split: bool = True, memo: dict | None = None) -> StepCosts:
     """Costs of every chunk, the stage boundary, data parallelism and the work between steps.
 
     Data parallelism works over the fullest stage's trained parameters (all of them, or the
     adapters), gradients reduced in the stack's element type. ``straggler_spread``: σ of a GPU's
-    kernel time (``stragglers``); the step waits for the slowest of the plan's GPUs."""
+    kernel time (``stragglers``); the step waits for the slowest of the plan's GPUs.
+    ``latency_split`` False leaves out what NCCL's latency adds to the ZeRO-2/3 traffic
+    (``ChunkCost.*_dp_latency_s`` stay 0): the step takes as long, only its breakdown lacks that
+    share, and the bytes-only pricing it needs is skipped (a search ranking plans by their step).
+    ``memo``: as ``_passes``'s."""
     precision = ops.precision
-    fwd_l, bwd_l, fcomm_l, bcomm_l = _layer_costs(model, plan, ops, comm, placement, stack, ft)
-    launch_f, launch_b = layer_launch_s(model, stack.kernels, stack.autocast, ops.attention_kernel, precision,
-                                        model.experts / plan.expert)
-    if plan.recompute == "full":
-        launch_b += launch_f
-    ends = _head_s(model, plan, ops, stack, ft)
+    layer, ends = _passes(model, plan, ops, comm, placement, stack, ft, memo)
     trained = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
     unit = _unit_bytes(model, plan, precision, stack, ft, trained)
     slowdown = ops.efficiency.overlap_slowdown
-    chunks = _chunks(model, plan, comm, placement, stack, (fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b),
-                     ends, unit, slowdown)
+    chunks = _chunks(model, plan, comm, placement, stack, layer, ends, unit, slowdown, latency_split)
     p2p = _p2p_s(model, plan, precision, comm, placement, stack)
     dp_reduce, dp_gather = _dp_collectives_s(plan, precision, comm, placement, stack, trained)
-    dense, expert = trained
-    shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
-    overheads, optimizer = step_work_s(dense + expert, shard, plan, ops, comm, placement, stack)
+    overheads, optimizer = _step_work_s(plan, ops, comm, placement, stack, trained)
     return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads,
                      straggler_fraction(plan.gpus, straggler_spread))
+
+
+def _step_work_s(plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement, stack: StackProfile,
+                 trained: tuple[float, float]) -> tuple[float, float]:
+    """(overheads, optimizer) of the step over the fullest stage's ``trained`` (dense, expert) parameters, the
+    optimizer's shard of them under ZeRO-1 and above."""
+    dense, expert = trained
+    shard = (dense / plan.data + expert / plan.expert_data) if plan.zero >= 1 else dense + expert
+    return step_work_s(dense + expert, shard, plan, ops, comm, placement, stack)
+
+
+def step_extras_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+                  stack: StackProfile, ft: FinetuneSpec = FULL) -> tuple[float, float, float]:
+    """(one transfer between stages, the step's overheads, its optimizer step), each as ``step_costs`` prices
+    it: what a step adds to its chunks' passes (``chunks_work_s``) besides ZeRO-2/3 and data-parallel traffic."""
+    trained = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
+    overheads, optimizer = _step_work_s(plan, ops, comm, placement, stack, trained)
+    return _p2p_s(model, plan, ops.precision, comm, placement, stack), overheads, optimizer

@@ -82,10 +82,16 @@ class StageMicrobatch:
         return self.forward_s + self.backward_s + self.sharded_s + self.sends_s
 
 
+def sends_per_microbatch(plan: ParallelPlan) -> int:
+    """Activation (or gradient) transfers on a stage's path for one micro-batch: one forward and one
+    backward per chunk, none without a pipeline."""
+    return 2 * plan.virtual_stages if plan.pipeline > 1 else 0
+
+
 def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrobatch]:
     """Per stage: its work for one micro-batch."""
     rows = []
-    sends_per_microbatch = 2 * plan.virtual_stages if plan.pipeline > 1 else 0
+    sends = sends_per_microbatch(plan)
     for stage in range(plan.pipeline):
         chunks = costs.stage_chunks(stage, plan.pipeline)
         rows.append(StageMicrobatch(
@@ -95,7 +101,7 @@ def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrob
             launch_s=sum(c.forward_launch_s + c.backward_launch_s for c in chunks),
             sharded_s=sum(c.forward_dp_s + c.backward_dp_s for c in chunks),
             sharded_latency_s=sum(c.forward_dp_latency_s + c.backward_dp_latency_s for c in chunks),
-            sends_s=sends_per_microbatch * costs.p2p_s))
+            sends_s=sends * costs.p2p_s))
     return rows
 
 

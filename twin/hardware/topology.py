@@ -148,6 +148,21 @@ def _link(g: nx.Graph, u, v, capacity_Bps: float, tier: str, cables: float = 1) 
     g.add_edge(u, v, capacity_Bps=capacity_Bps, tier=tier, cables=cables)
 
 
+def _new_links(g: nx.Graph, pairs: list[tuple], capacity_Bps: float, tier: str, cables: float = 1) -> None:
+    """``_link`` for each of ``pairs``, none linked yet: the same links and tally, added at once (the capacity
+    summed pair by pair, in the same order)."""
+    if not pairs:
+        return
+    tally = _tally(g)
+    key = f"capacity_{tier}"
+    total = tally[key]
+    for _ in pairs:
+        total += capacity_Bps
+    tally[key] = total
+    tally[f"cables_{tier}"] += math.ceil(cables - 1e-9) * len(pairs)
+    g.add_edges_from([(u, v, {"capacity_Bps": capacity_Bps, "tier": tier, "cables": cables}) for u, v in pairs])
+
+
 # ---------------------------------------------------------------------------
 # Switch tiers
 
@@ -189,9 +204,7 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
             _vertex(g, s, kind="spine", tier=2, pod=None if two_tier else p)
             spines.append(s)
             mine.append(s)
-        for leaf in pod_leaves:
-            for s in mine:
-                _link(g, leaf, s, up_Bps / n, "leaf-spine", up_ports / n)
+        _new_links(g, [(leaf, s) for leaf in pod_leaves for s in mine], up_Bps / n, "leaf-spine", up_ports / n)
         pod_spines.append(mine)
     if two_tier:
         return spines, cores
@@ -227,9 +240,8 @@ def _attach_storage(g: nx.Graph, node: NodeSpec, pods: list[list[int]], storage_
     for p, members in enumerate(pods):
         leaf = ("sleaf", p)
         _vertex(g, leaf, kind="sleaf", tier=1, pod=p)
-        for n in members:
-            for j in range(node.storage_nics.count):
-                _link(g, ("snic", n, j), leaf, node.storage_nics.line_rate_Bps, "storage")
+        _new_links(g, [(("snic", n, j), leaf) for n in members for j in range(node.storage_nics.count)],
+                   node.storage_nics.line_rate_Bps, "storage")
         # The storage system's own share behind each storage leaf (its cabling is the vendor's: not counted).
         _link(g, leaf, ("storage",), system_Bps * len(members) / total_nodes, "storage", 0)
 

@@ -39,6 +39,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
+from twin.network.symmetry import NODE_RATES, node_key, one_node
 from twin.workload.placement import GroupShape, Placement
 
 if TYPE_CHECKING:
@@ -108,10 +109,17 @@ class CommModel:
         return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
     def _groups_key(self, group: GroupShape) -> tuple:
-        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo."""
+        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo. A
+        placement's groups are keyed by their members themselves (kept on this model), so placements
+        that put one kind of group on the same GPUs (tensor groups of one size, whatever the data and
+        pipeline sizes around them) share the fabric's phases and rates."""
         if self.placement is not None and group.kind:
-            p = self.placement
-            return ("placed", p.sizes, p.order, p.nodes, group.kind)
+            own = ("groups", group)
+            key = self._cache.get(own)
+            if key is None:
+                members = self.placement.members(group.kind)
+                key = self._cache[own] = ("placed", members.shape, members.tobytes())
+            return key
         return ("bare", group.ranks, group.ranks_per_node)
 
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
@@ -126,9 +134,20 @@ class CommModel:
         return PhaseRate(rate, phase.volume, phase.hops, reach)
 
     def _route_and_share(self, phase: alg.Phase) -> tuple[float, str]:
-        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach)."""
+        """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach); a
+        phase inside nodes on one node, answered once per kind of node (``network/symmetry.py``)."""
         fab = self.fabric
-        phase = _one_node(phase, fab.gpus_per_node)
+        inside = one_node(phase, fab.gpus_per_node)
+        key = node_key(inside, fab.gpus_per_node, fab.node_kind) if inside is not phase else None
+        found = NODE_RATES.get(key) if key is not None else None
+        if found is None:
+            found = self._routed_and_shared(inside)
+            if key is not None:
+                NODE_RATES[key] = found
+        return found
+
+    def _routed_and_shared(self, phase: alg.Phase) -> tuple[float, str]:
+        fab = self.fabric
         flow, link = fab.route_many(phase.src, phase.dst)
         co = phase.coflow[flow]
         load = phase.weight[flow]
@@ -169,13 +188,19 @@ class CommModel:
     def _candidates(self, op: str, group: GroupShape, algorithm: str | None) -> list[tuple[str, list[tuple]]]:
         """Every (algorithm, protocol) that applies, as (algorithm, [(latency, volume, bandwidth) per phase]).
 
-        Memoised per fabric: pricing a collective of any size is then a few multiply-adds.
+        Memoised per fabric, and on this model by what varies on it (its placement, efficiencies and
+        latency are fixed): pricing a collective of any size is then a few multiply-adds.
         """
+        own = ("candidates", op, group, algorithm)
+        found = self._cache.get(own)
+        if found is not None:
+            return found
         key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
                self.protocols, self.net_overhead_s, self.latency)
         memo = self.fabric.memo
         found = memo.get(key)
         if found is not None:
+            self._cache[own] = found
             return found
         names = ((algorithm,) if algorithm else alg.ALL_REDUCE_ALGORITHMS) if op == "all_reduce" else ("ring",)
         found = []
@@ -190,7 +215,7 @@ class CommModel:
                 found.append((name, [(lat if self.latency else 0.0, p.volume,
                                        self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
-        memo[key] = found
+        memo[key] = self._cache[own] = found
         return found
 
     @property
@@ -385,22 +410,6 @@ class CommModel:
             return 0.0
         rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
         return bytes_per_node / float(rates.min())
-
-
-def _one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
-    """By symmetry, a phase whose every flow stays inside its node is priced on one node.
-
-    Nodes are built alike and such traffic shares no link with other nodes, so the
-    groups of the first node see exactly what every node's groups see.
-    """
-    src_node = np.where(phase.src >= 0, phase.src, phase.dst) // gpus_per_node
-    dst_node = np.where(phase.dst >= 0, phase.dst, phase.src) // gpus_per_node
-    if len(src_node) == 0 or (src_node != dst_node).any():
-        return phase
-    keep = src_node == src_node[0]
-    coflows, index = np.unique(phase.coflow[keep], return_inverse=True)
-    return alg.Phase(index, phase.src[keep], phase.dst[keep], phase.weight[keep], phase.volume, phase.hops,
-                     len(coflows), phase.intra_scale)
 
 
 def _su_rows(g: nx.Graph) -> list["ScalableUnit"]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from twin import collector
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
@@ -49,8 +50,9 @@ def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: floa
                   oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
     from twin.hardware.specs import node_spec
 
-    return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
-                          storage_write_Bps)
+    with collector.paused():           # its vertices and links all live on (twin/collector.py)
+        return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
+                              storage_write_Bps)
 
 
 def _graph_key(cluster: ClusterSpec) -> tuple:
@@ -67,7 +69,9 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
 
 @lru_cache(maxsize=4)
 def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
-    return Fabric(_cached_graph(*graph_key), efficiency)
+    graph = _cached_graph(*graph_key)
+    with collector.paused():           # its link tables all live on (twin/collector.py)
+        return Fabric(graph, efficiency, node_kind=(graph_key[0], efficiency))
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
@@ -82,10 +86,15 @@ def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
 
 
 class Fabric:
-    """A topology graph with numbered directed links and a router."""
+    """A topology graph with numbered directed links and a router.
 
-    def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None):
+    ``node_kind``: what makes its nodes alike inside, (catalog node, efficiencies) for a fabric
+    ``cluster_fabric`` builds; None for a graph given (it may be degraded), whose phases inside a
+    node are routed on it alone (``network/symmetry.py``)."""
+
+    def __init__(self, graph: nx.Graph, efficiency: Efficiency | None = None, node_kind: tuple | None = None):
         self.graph = graph
+        self.node_kind = node_kind
         self.gpus_per_node = int(graph.graph["gpus_per_node"])
         self.rails = int(graph.graph["rails"])
         self.nodes = int(graph.graph["nodes"])
@@ -96,23 +105,20 @@ class Fabric:
         self._pool: dict[tuple, int] = {}
         self._pod: dict[tuple, int | None] = {}
         pools: dict[tuple, list[float]] = {}
-        intra = efficiency.nvlink if efficiency is not None else 1.0
-        network = efficiency.network if efficiency is not None else 1.0
-        # PCIe links through a node's PCIe switches (nodes without NVLink): GPU-to-GPU traffic there is bound
-        # by what the host delivers, the ``pcie`` efficiency; a GPU's own link to its NIC keeps ``intra``.
-        switched = efficiency.pcie if efficiency is not None else 1.0
-        scale = {t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS}
+        scale, switched = _link_scales(efficiency)
         tier_index = {t: i for i, t in enumerate(TIERS)}
         nodes = graph.nodes
         capacity, tier = [], []
         ids = self._id
-        for e, (u, v, data) in enumerate(graph.edges(data=True)):
-            ids[(u, v)] = 2 * e
-            ids[(v, u)] = 2 * e + 1
+        for e, (u, v, data) in enumerate(_links(graph)):
+            ids[u, v] = 2 * e
+            ids[v, u] = 2 * e + 1
             t = data["tier"]
             cap = data["capacity_Bps"] * (switched if t == "pcie" and "pcie" in (u[0], v[0]) else scale[t])
-            capacity += (cap, cap)
-            tier += (tier_index[t], tier_index[t])
+            capacity.append(cap)
+            capacity.append(cap)
+            tier.append(tier_index[t])
+            tier.append(tier_index[t])
             if t == "nic":
                 nic, leaf = (u, v) if u[0] == "nic" else (v, u)
                 self._leaf[nic] = leaf
@@ -430,6 +436,26 @@ class Fabric:
                 if self.graph.nodes[leaf]["kind"] == "sleaf" and self.graph.has_edge(leaf, ("storage",)):
                     out.append(self.link_ids([host, w, leaf, ("storage",)]))
         return out
+
+
+def _link_scales(efficiency: Efficiency | None) -> tuple[dict[str, float], float]:
+    """(the efficiency of each tier's links, that of the links through a node's PCIe switches). Nodes without
+    NVLink send GPU-to-GPU traffic through their PCIe switches and host, bound by what the host delivers: the
+    ``pcie`` efficiency; a GPU's own PCIe link to its NIC keeps the intra-node one (``nvlink``)."""
+    if efficiency is None:
+        return {t: 1.0 for t in TIERS}, 1.0
+    intra, network = efficiency.nvlink, efficiency.network
+    return ({t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS},
+            efficiency.pcie)
+
+
+def _links(graph: nx.Graph):
+    """The graph's links with their data, in its order, through a view of their own: the view networkx keeps on
+    the graph would hold the graph in a reference cycle, which only the cyclic collector frees
+    (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
+    from networkx.classes.reportviews import EdgeView
+
+    return EdgeView(graph)(data=True)
 
 
 def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:

@@ -154,10 +154,9 @@ class BuildingYear:
     sources: tuple[str, ...]
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64)      # a fit answers hundreds of options at one site: the year is worked out once
 def building_year(country: str, design: str) -> BuildingYear:
-    """PUE per hour and per year of cooling ``design`` at ``country``'s climate (computed once per process: the
-    scenario's validation asks for its yearly PUE, the run for its hours, a search for every option)."""
+    """PUE per hour and per year of cooling ``design`` at ``country``'s climate (a frozen record, shared)."""
     c, d = climate(country), cooling_design(design)
     temps = hourly_temperatures_c(c)
     pue = hourly_pue(d, temps)

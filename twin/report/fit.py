@@ -9,6 +9,7 @@ the runtime's reserve) add up to its total.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from twin.formatting import fmt_energy_kwh, fmt_money_eur
@@ -46,19 +47,38 @@ def _row(o: dict[str, Any], countries: list[str]) -> list[str]:
 
 
 def merge_rows(rows: list[list[str]]) -> list[list[str]]:
-    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order."""
+    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order.
+
+    A row joins the first row kept before it that it equals, or equals but for the method or but for the base
+    (naming both there); otherwise it is kept. Kept rows are looked up by their cells without the method and
+    without the base, so each row is compared with those alone, not with every row kept."""
     merged: list[list[str]] = []
+    apart = (METHOD_COLUMN - 1, BASE_COLUMN - 1)          # the cells a merge may join, in a row without its rank
+    index: tuple[dict[tuple, list[int]], ...] = ({}, {})   # per joinable cell: the row without it → kept rows
     for row in rows:
-        for kept in merged:
-            differ = [i for i, (a, b) in enumerate(zip(kept, row)) if a != b]
-            if len(differ) == 1 and differ[0] + 1 in (METHOD_COLUMN, BASE_COLUMN):
-                kept[differ[0]] = kept[differ[0]] + " / " + row[differ[0]]
-                break
-            if not differ:
-                break
-        else:
+        found = [index[k].get(_without(row, apart[k]), []) for k in (0, 1)]
+        first = min((at[0] for at in found if at), default=None)
+        if first is None:
+            for k in (0, 1):
+                index[k].setdefault(_without(row, apart[k]), []).append(len(merged))
             merged.append(list(row))
+            continue
+        kept = merged[first]
+        differ = [i for i, (a, b) in enumerate(zip(kept, row)) if a != b]
+        if differ:                                    # one cell apart, the method or the base: name both
+            cell = differ[0]
+            other = 1 - apart.index(cell)             # the key that holds the joined cell changes with it
+            at = index[other][_without(kept, apart[other])]
+            at.remove(first)
+            if not at:
+                del index[other][_without(kept, apart[other])]
+            kept[cell] = kept[cell] + " / " + row[cell]
+            bisect.insort(index[other].setdefault(_without(kept, apart[other]), []), first)
     return merged
+
+
+def _without(row: list[str], cell: int) -> tuple[str, ...]:
+    return (*row[:cell], *row[cell + 1:])
 
 
 def fit_table(record: dict[str, Any], top: int | None = DEFAULT_TOP) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twin import collector
 from twin.api import (
     Prepared,
     Scenario,
@@ -36,6 +37,7 @@ from twin.api import (
     estimate,
     parse_scenario,
     plan_memory,
+    plan_passes_floor_s,
     plan_step_floor_s,
     plan_step_s,
     prepare,
@@ -374,45 +376,65 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
                                        "failures": scenario.failures.model_copy(update={"enabled": False})})
 
 
-def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None) -> FitRow:
+def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
+              prepared: Prepared | None = None, sized: dict | None = None) -> FitRow:
     """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
-    option, answer the fastest in full (``model``: the scenario's, default the prepared one)."""
-    prepared = prepare(variant(scenario, option))
+    option (``prepared``: ``variant(scenario, option)`` prepared, default here), answer the fastest in
+    full (``model``: the scenario's, default the prepared one; ``sized``: as ``_sized_plans``'s memo)."""
+    prepared = prepared or prepare(variant(scenario, option))
     model = model or prepared.model
     capacity = prepared.cluster.node.gpu.memory_bytes
-    tried, least = 0, float("inf")
-    fitting = []
-    levels = recompute_levels(scenario.training.attention)
-    for choice in plan_choices(model, option.gpus, prepared.cluster.node.gpus, levels):
-        request = choice.request(prepared.request)
-        try:
-            planned = plan_memory(prepared, request)
-        except InfeasibleError:
-            continue
-        tried += 1
-        needed = planned[1].required_bytes
-        least = min(least, needed)
-        if needed <= capacity:
-            fitting.append((choice, request, planned))
+    sized_plans = _sized_plans(prepared, model, option.gpus, recompute_levels(scenario.training.attention),
+                               {} if sized is None else sized)
+    least = min((planned[1].required_bytes for _, _, planned in sized_plans), default=float("inf"))
+    fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
     free = undominated([choice for choice, _, _ in fitting])
     kept = [f for f in fitting if f[0] in free]
     if not kept:
-        return FitRow(option, None, tried, 0, least, capacity)
+        return FitRow(option, None, len(sized_plans), 0, least, capacity)
     fastest = kept[_fastest(prepared, kept)][0]
-    return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True), tried, len(kept), least,
-                  capacity)
+    return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True, like=prepared),
+                  len(sized_plans), len(kept), least, capacity)
+
+
+def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
+    """(choice, request, its ``plan_memory``) of every plan of ``model`` on ``gpus`` GPUs of the prepared cluster
+    that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node type (memory per GPU
+    is the plan's, only the capacity is the node's), so plans are sized once for every node type alike."""
+    cluster = prepared.cluster
+    key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    found = memo[key] = []
+    for choice in plan_choices(model, gpus, cluster.node.gpus, levels):
+        request = choice.request(prepared.request)
+        try:
+            found.append((choice, request, plan_memory(prepared, request)))
+        except InfeasibleError:
+            continue
+    return found
 
 
 def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
-    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose
-    compute-only floor (``plan_step_floor_s``) does not already exceed the fastest step found: plans are
-    priced from the lowest floor up, and the search stops at the first floor above the best step."""
-    floors = [plan_step_floor_s(prepared, request, planned) for _, request, planned in plans]
+    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors do
+    not exceed the fastest step found: from the lowest ``plan_passes_floor_s`` up to the first above it, less
+    those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
+    passes, by_shape = [], {}
+    for _, request, planned in plans:
+        shape = replace(planned[0], zero=0)
+        floor = by_shape.get(shape)
+        if floor is None:
+            floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
+        passes.append(floor)
     best, best_s = 0, math.inf
-    for i in sorted(range(len(plans)), key=floors.__getitem__):
-        if floors[i] > best_s:
+    for i in sorted(range(len(plans)), key=passes.__getitem__):
+        if passes[i] > best_s:
             break
-        step_s = plan_step_s(prepared, plans[i][1], plans[i][2])
+        _, request, planned = plans[i]
+        if best_s < math.inf and plan_step_floor_s(prepared, request, planned) > best_s:
+            continue
+        step_s = plan_step_s(prepared, request, planned)
         if step_s < best_s or (step_s == best_s and i < best):
             best, best_s = i, step_s
     return best
@@ -430,7 +452,10 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
-    rows = [best_plan(scenario, option) for option in options]
+    rows, last, sized = [], None, {}
+    for option in options:             # the methods of one cluster follow each other: they share its collectives
+        last = prepare(variant(scenario, option), last)
+        rows.append(best_plan(scenario, option, prepared=last, sized=sized))
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
     if fits:
@@ -470,5 +495,6 @@ def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None
         if left:
             notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
                          "write site.hardware_price to price one node of the others")
-    report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
+    with collector.paused():           # its fabrics, memos and plans live on to its end (twin/collector.py)
+        report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
     return replace(report, notes=tuple(notes) + report.notes)

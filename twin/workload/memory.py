@@ -22,6 +22,7 @@ delayed scaling, and saves the inputs of the linear layers in fp8 (1 B instead o
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from twin.options import Fp8Recipe
 from twin.workload.finetune import (
@@ -235,7 +236,15 @@ def memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attenti
                    loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> MemoryBreakdown:
     """Memory of the fullest GPU: the first stage (most activations) or the last (LM head).
 
-    ``loss_bytes_per_logit``: bytes the loss holds per logit at its peak (the stack's)."""
+    ``loss_bytes_per_logit``: bytes the loss holds per logit at its peak (the stack's). A function of
+    its arguments alone (no GPU, no cluster): a search asks the same plan on every node type with that
+    many GPUs, so answers are kept (``MemoryBreakdown`` is frozen, shared safely)."""
+    return _memory_per_gpu(model, plan, precision, attention, ft, fp8_recipe, loss_bytes_per_logit)
+
+
+@lru_cache(maxsize=1 << 16)
+def _memory_per_gpu(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, ft: FinetuneSpec,
+                    fp8_recipe: Fp8Recipe, loss_bytes_per_logit: float) -> MemoryBreakdown:
     best: MemoryBreakdown | None = None
     for stage in sorted({0, plan.pipeline - 1}):
         breakdown = _stage_memory(model, plan, precision, attention, stage, ft, fp8_recipe, loss_bytes_per_logit)

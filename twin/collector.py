@@ -1,0 +1,28 @@
+"""Python's cyclic garbage collector paused around work that builds many objects that live on.
+
+The collector runs whenever allocations outnumber deallocations by a threshold, and walks the
+objects of the generations it collects. A fit, or the fabric of a 16,384-GPU cluster, allocates
+millions of small objects that all stay alive until the work ends (a graph's vertices and links,
+memoised collectives, plans and their costs): the collector walks them again and again and finds
+little to free, about a sixth of a fit on the SuperPOD and a third on the 405B scenario
+(docs/speed.md). Paused for such work and restored after it, it frees at its next run any cycle
+the work left; reference counting frees everything else as it goes, paused or not.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The cyclic collector off for the block, then on again if it was on before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
