@@ -2,9 +2,9 @@
 Chromium or Chrome (Debian: ``apt-get install chromium``); nothing is downloaded.
 
 ``TWIN_CHROMIUM`` names the browser to drive (default: the one Kaleido finds on the ``PATH``). The
-figures are optional: a batch that fails is drawn once more, a figure whose file is missing or empty
-after a batch is left out (never read from a missing file), and without a working browser
-``RenderError`` says why in one line, so that a report can be written without its images.
+figures are optional: the figures a batch left undrawn (it failed, or a file is missing or empty after
+it) are drawn once more, a figure still missing is left out (never read from a missing file), and without a
+working browser ``RenderError`` says why in one line, so that a report can be written without its images.
 """
 
 from __future__ import annotations
@@ -42,28 +42,32 @@ def browser_path() -> str | None:
 
 
 def png_images(figures: dict[str, go.Figure]) -> dict[str, bytes]:
-    """Each figure as PNG bytes, all drawn in one browser session; keyed as given. A figure that could not
-    be drawn is left out of the answer; ``RenderError`` when none could be drawn at all."""
+    """Each figure as PNG bytes, drawn in one browser session per try; keyed as given. The figures a try left
+    undrawn (a batch that failed, or a file missing or empty after it) are drawn once more; a figure that
+    could not be drawn is left out of the answer; ``RenderError`` when none could be drawn at all."""
     if not figures:
         return {}
     path = browser_path()
     if path:
         os.environ["BROWSER_PATH"] = path         # read by Kaleido's browser finder (choreographer)
-    problem = ""
+    problem, drawn = "", {}
     for _ in range(ATTEMPTS):
+        pending = {name: fig for name, fig in figures.items() if name not in drawn}
+        if not pending:
+            break
         with tempfile.TemporaryDirectory(prefix="twin-figures-") as tmp:
-            paths = [Path(tmp) / f"{i}.png" for i in range(len(figures))]
+            paths = [Path(tmp) / f"{i}.png" for i in range(len(pending))]
             try:
-                pio.write_images(list(figures.values()), paths, width=WIDTH_PX,
-                                 height=[f.layout.height or HEIGHT_PX for f in figures.values()])
+                pio.write_images(list(pending.values()), paths, width=WIDTH_PX,
+                                 height=[f.layout.height or HEIGHT_PX for f in pending.values()])
             except Exception as exc:  # noqa: BLE001 - Kaleido's errors vary by version; each means no image
                 problem = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:300]
                 if type(exc).__name__ in NO_BROWSER:
                     break
                 continue
-            drawn = {name: p.read_bytes() for name, p in zip(figures, paths) if p.is_file() and p.stat().st_size}
-            if drawn:
-                return drawn
-            problem = "the browser wrote no image"
+            drawn |= {name: p.read_bytes() for name, p in zip(pending, paths) if p.is_file() and p.stat().st_size}
+            problem = problem or "the browser wrote no image"
+    if drawn:
+        return {name: drawn[name] for name in figures if name in drawn}
     raise RenderError(f"figures could not be drawn as PNG ({problem}); they need Chromium or Chrome installed "
                       "(Debian: apt-get install chromium, or TWIN_CHROMIUM=/path/to/chromium)")
