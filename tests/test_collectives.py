@@ -361,3 +361,62 @@ def test_ring_latency_grows_with_ranks_and_nodes():
     small = [comm("dgx-a100-80gb", m).all_gather_s(64e3, GroupShape(8 * m, 8)) for m in (2, 8, 32, 128)]
     assert all(a < b for a, b in zip(small, small[1:]))
     assert small[-1] > 20 * small[0]
+
+
+# ---------------------------------------------------------------------------
+# Symmetry: traffic inside a node is priced once per kind of node (network/symmetry.py)
+
+
+def test_a_phase_inside_a_node_is_priced_once_for_every_cluster_size_of_that_node():
+    from twin.network import algorithms as alg
+    from twin.network import symmetry
+
+    shape = GroupShape(8, 8)
+    small, large = comm("dgx-h100", 2), comm("dgx-h100", 16)
+    assert small.fabric.node_kind == large.fabric.node_kind == ("dgx-h100", EFF)
+    members = alg.synthetic_members(shape, 8, 16 * 8)
+    phase = alg.ring_phase(members, 8, 1.0, 1)
+    inside = symmetry.one_node(phase, 8)
+    assert inside.coflows == 1 and set(inside.src.tolist()) <= set(range(8))   # the first node's group alone
+    key_small = symmetry.node_key(inside, 8, small.fabric.node_kind)
+    assert key_small == symmetry.node_key(symmetry.one_node(alg.ring_phase(alg.synthetic_members(shape, 8, 16), 8,
+                                                                           1.0, 1), 8), 8, large.fabric.node_kind)
+    # the same rate on both fabrics, whichever priced it first; another kind of node does not share it
+    assert small.busbw_Bps(shape, "reduce_scatter") == large.busbw_Bps(shape, "reduce_scatter")
+    assert comm("dgx-a100-80gb", 2).fabric.node_kind != small.fabric.node_kind
+    across = alg.ring_phase(alg.synthetic_members(GroupShape(16, 8), 8, 16), 8, 1.0, 1)
+    assert symmetry.one_node(across, 8) is across                                # crosses nodes: kept whole
+
+
+def test_a_fabric_of_a_graph_given_shares_no_node_rate():
+    """A graph passed in (a degraded or hand-made one) may hold nodes unlike the catalog's: no node kind, no key."""
+    from twin.network import algorithms as alg
+    from twin.network import symmetry
+
+    cluster = cluster_spec(Cluster(node="dgx-h100", nodes=2))
+    own = CommModel(cluster, EFF, None, graph=T.build(cluster.node, 2, cluster.fabric.topology,
+                                                      cluster.fabric.link_Bps, cluster.fabric.nodes_per_su))
+    assert own.fabric.node_kind is None
+    inside = symmetry.one_node(alg.ring_phase(alg.synthetic_members(GroupShape(8, 8), 8, 16), 8, 1.0, 1), 8)
+    assert symmetry.node_key(inside, 8, own.fabric.node_kind) is None
+
+
+def test_the_collector_pause_restores_what_it_found():
+    """Fabrics and fits pause the cyclic collector (twin/collector.py); after the block it is as it was."""
+    import gc
+
+    from twin import collector
+
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            with collector.paused():
+                assert not gc.isenabled()
+            assert gc.isenabled() is state
+        gc.enable()
+        with pytest.raises(RuntimeError), collector.paused():
+            raise RuntimeError("an error inside the block")
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
