@@ -204,7 +204,8 @@ def _generated(jobs: Jobs, shapes: _Shapes, work_gpus: int, rng: np.random.Gener
                          duration_sigma=d.sigma, duration_max_s=d.max if d.max is not None else math.inf,
                          tenants=tuple(g.tenants.items()), deferrable=g.deferrable, start_s=g.start,
                          time_limit_factor=g.time_limit)
-    return generate(spec, lambda size: _mix(jobs, shapes, size), rng)
+    mixes = {size: _mix(jobs, shapes, size) for size in g.gpus}       # each job's draw reads its size's
+    return generate(spec, mixes.__getitem__, rng)
 
 
 def _every_template_runs(jobs: Jobs, shapes: _Shapes) -> None:

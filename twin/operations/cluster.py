@@ -412,7 +412,7 @@ class _Cluster:
         series = Series(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6])
         outcomes = tuple(j.outcome(self.gpn) for j in self.jobs)
         return ClusterRun(outcomes, series, self.meter.segments(), now, self.spec.horizon_s, self.cluster.gpus,
-                          tuple(int(s) for s in self.steps.node_su), self.meter.base_it_w,
+                          self.steps.node_su, self.meter.base_it_w,
                           self.node_power.idle_w, self.infrastructure_w, self.failure_count, dict(self.by_component),
                           self.nodes.spare_swaps, self.nodes.replacements, self.events, self.steps.priced_count)
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.model import JobKind
 from twin.operations.progress import ClusterJob, ServiceJob, TrainingJob
@@ -26,10 +24,10 @@ from twin.operations.scheduler import Need, Partitions, Pool, Slot, place_servic
 class NodePool:
     """Nodes and GPUs of one run; ``changed`` is called after every change the cluster's series records."""
 
-    def __init__(self, cluster: ClusterSpec, node_su: np.ndarray, placement: str, changed: Callable[[], None]):
+    def __init__(self, cluster: ClusterSpec, node_su: tuple[int, ...], placement: str, changed: Callable[[], None]):
         self.cluster, self.node_su, self.placement, self.changed = cluster, node_su, placement, changed
         self.gpn = cluster.node.gpus
-        self.pool = Pool(self.gpn, [int(s) for s in node_su])
+        self.pool = Pool(self.gpn, list(node_su))
         self.spares: list[int] = list(range(cluster.nodes - cluster.spare_nodes, cluster.nodes))
         for n in self.spares:
             self.pool.set_usable(n, False)
@@ -147,9 +145,9 @@ class NodePool:
         """A node for a job that lost one: the scheduler's (in the job's SUs if it can), else a spare."""
         need = Need(1, job.need.gpus)
         candidates = None
-        own = {int(self.node_su[n]) for n in job.nodes}
+        own = {self.node_su[n] for n in job.nodes}
         if own and job.need.gpus == self.gpn:
-            elsewhere = frozenset(n for n in range(self.cluster.nodes) if int(self.node_su[n]) not in own)
+            elsewhere = frozenset(n for n in range(self.cluster.nodes) if self.node_su[n] not in own)
             candidates = self.pool.choose(need, "first-fit", elsewhere)
         if candidates is None:
             candidates = self.pool.choose(need, self.placement)

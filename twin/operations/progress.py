@@ -255,7 +255,7 @@ class ServiceJob(ClusterJob):
         self.step_s = self.rate = 1.0
 
     def place(self, steps: StepTimes) -> None:
-        self.scalable_units = len({int(steps.node_su[n]) for n in self.nodes})
+        self.scalable_units = len({steps.node_su[n] for n in self.nodes})
         self.first_placement = ()
 
     def used_nodes(self, gpus_per_node: int) -> list[int]:

@@ -89,8 +89,7 @@ class StepTimes:
         for v, data in graph.nodes(data=True):
             if data.get("kind") == "nic" and v[2] == 0:
                 su[v[1]] = int(data.get("su", 0))
-        self.node_su = su
-        self._su_of = su.tolist()                      # the same, as Python ints: a job's class is counted often
+        self.node_su: tuple[int, ...] = tuple(su.tolist())   # Python ints: a job's class is counted often
         self.su_nodes = [np.nonzero(su == s)[0] for s in range(int(su.max()) + 1)]
         leaves: dict[int, list[int]] = {}
         for v, data in graph.nodes(data=True):
@@ -116,7 +115,7 @@ class StepTimes:
         """(class, SUs in order) of a job on ``nodes``; a job inside one node has class ()."""
         if gpus <= self.gpus_per_node:
             return (), ()
-        counts = Counter(self._su_of[n] for n in nodes)
+        counts = Counter(self.node_su[n] for n in nodes)
         sus = tuple(sorted(counts))
         return tuple(counts[s] for s in sus), sus
 
