@@ -23,6 +23,7 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 BITS_PER_BYTE = 8.0
+SECONDS_PER_US = 1e-6
 SECONDS_PER_MS = 1e-3
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from twin.calibrate.gpus import catalog_gpu
 from twin.calibrate.logs import LogError, number
+from twin.units import SECONDS_PER_US
 
 # The collective each test binary measures (nccl-tests' binary names → the twin's operation names).
 TESTS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
          "alltoall": "all_to_all", "sendrecv": "send_recv"}
-US = 1e-6          # nccl-tests prints times in microseconds
-GB = 1e9           # and bandwidths in GB/s (10^9 bytes per second)
+GB = 1e9           # nccl-tests prints bandwidths in GB/s (10^9 bytes per second)
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
 
 
@@ -104,6 +104,6 @@ def _row(path: Path, n: int, fields: list[str], header: list[str]) -> NcclRow:
                                 "mixed-up output)")
     at = {name: header.index(name) for name in ("size", "time", "busbw")}
     size = number(fields[at["size"]], path, n, "size")
-    time_s = number(fields[at["time"]], path, n, "time") * US
+    time_s = number(fields[at["time"]], path, n, "time") * SECONDS_PER_US   # printed in µs
     busbw = number(fields[at["busbw"]], path, n, "busbw") * GB
     return NcclRow(size, time_s, busbw)

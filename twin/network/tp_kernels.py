@@ -23,8 +23,7 @@ import bisect
 from functools import lru_cache
 
 from twin import catalog
-
-MICROSECOND_S = 1e-6
+from twin.units import SECONDS_PER_US
 
 
 @lru_cache(maxsize=None)
@@ -32,7 +31,7 @@ def _table(kernels: str) -> tuple[tuple[float, ...], dict[int, tuple[float, ...]
     """(sizes in bytes, {tensor-parallel size: seconds per call at each size}) of a kernel family."""
     row = catalog.entry("tp_all_reduce", kernels, "serving.engine.custom_all_reduce_kernels")
     sizes = tuple(float(s) for s in row["sizes"])
-    return sizes, {int(n): tuple(t * MICROSECOND_S for t in times) for n, times in row["latency_us"].items()}
+    return sizes, {int(n): tuple(t * SECONDS_PER_US for t in times) for n, times in row["latency_us"].items()}
 
 
 def custom_all_reduce_s(size_bytes: float, ranks: int, kernels: str = "trtllm") -> float:
