@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from twin.api import parse_scenario, simulate
+from twin.units import SECONDS_PER_HOUR, parse_quantity
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = yaml.safe_load((ROOT / "scenarios" / "superpod-shared.yaml").read_text(encoding="utf-8"))
@@ -59,8 +60,8 @@ def at_shipped_load(jobs: int) -> dict:
     data = copy.deepcopy(SHIPPED)
     generator = data["jobs"]["generator"]
     generator["jobs"] = jobs
-    rate_per_h = float(str(generator["rate"]).removesuffix("/h"))
-    data["jobs"]["horizon"] = f"{int(jobs / rate_per_h * 1.3) + 240} h"
+    span_s = jobs / parse_quantity(generator["rate"], "rate", "jobs.generator.rate")
+    data["jobs"]["horizon"] = f"{span_s * 1.3 / SECONDS_PER_HOUR + 240:.0f} h"
     data["jobs"]["carbon"]["aware"] = False
     return data
 
