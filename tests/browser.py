@@ -95,10 +95,6 @@ HEADLINE_JS = """(before) => {
 }"""
 
 
-# Pages reloaded because their drawing never completed (Tab.settle); printed at the end of the run.
-RELOADS: list[str] = []
-
-
 def missing(title: str, state: dict) -> str:
     """What keeps the page titled ``title`` from being done, from its ``STATE_JS`` state."""
     why = []
@@ -172,30 +168,16 @@ class Tab:
 
     def settle(self, title: str, timeout_s: float = 90.0) -> dict:
         """Wait until the page titled ``title`` has finished drawing (script done, nothing stale, every chart
-        drawn), and still has 0.05 s later; then its state.
-
-        A page whose script has finished but whose drawing never completes (the browser left elements stale
-        or a chart undrawn) is reloaded once, as a user would: the URL holds the page and the what-if. The
-        reload is listed at the end of the run (``RELOADS``); a script still running, or a page still not
-        done after the reload, fails with what was missing."""
+        drawn), and still has 0.05 s later; then its state. A page not done in time fails naming what was
+        missing (script still running, stale elements, titles, undrawn charts)."""
         try:
-            self._ready(title, timeout_s)
+            self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
+            time.sleep(0.05)
+            self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
         except sync_api.TimeoutError:
-            state = self.state()
-            if state["running"] or not state["connected"]:
-                raise AssertionError(f"page {title!r} not done after {timeout_s:.0f} s: {missing(title, state)}")
-            RELOADS.append(f"{title}: {missing(title, state)}; console: {self.console[-3:]}")
-            self.page.reload()
-            try:
-                self._ready(title, timeout_s)
-            except sync_api.TimeoutError:
-                raise AssertionError(f"page {title!r} not done after a reload: {missing(title, self.state())}")
+            raise AssertionError(f"page {title!r} not done after {timeout_s:.0f} s: "
+                                 f"{missing(title, self.state())}; console: {self.console[-3:]}") from None
         return self.state()
-
-    def _ready(self, title: str, timeout_s: float) -> None:
-        self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
-        time.sleep(0.05)
-        self.page.wait_for_function(READY_JS, arg=title, timeout=timeout_s * 1000, polling=25)
 
     def go(self, page: str) -> dict:
         self.page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,19 +42,8 @@ def with_(data: dict, **changes) -> dict:
 
 # Knob-change times measured in the browser (tests/test_browser_what_ifs.py), carried from whichever worker ran
 # the test in its report's user properties: scenario → [(knob, seconds until the headline shows it, seconds
-# until the page is done)], printed at the end of the run; so are the pages a browser test had to reload
-# (tests/browser.py, ``Tab.settle``).
+# until the page is done)], printed at the end of the run.
 KNOB_TIMINGS: dict[str, list[tuple[str, float, float]]] = {}
-PAGE_RELOADS: list[str] = []
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    browser = sys.modules.get("tests.browser")
-    if call.when == "call" and browser is not None and browser.RELOADS:
-        outcome.get_result().user_properties.append(("page_reloads", [f"{item.name}: {r}" for r in browser.RELOADS]))
-        browser.RELOADS.clear()
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -64,15 +52,9 @@ def pytest_runtest_logreport(report) -> None:
             if name == "knob_timings":
                 scenario, timings = value
                 KNOB_TIMINGS[scenario] = [tuple(t) for t in timings]
-            elif name == "page_reloads":
-                PAGE_RELOADS.extend(value)
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
-    if PAGE_RELOADS:
-        terminalreporter.section("dashboard pages reloaded (browser)")
-        for line in PAGE_RELOADS:
-            terminalreporter.write_line(line)
     if KNOB_TIMINGS:
         terminalreporter.section("dashboard knob changes (browser)")
         for scenario, seconds in KNOB_TIMINGS.items():
