@@ -18,6 +18,7 @@ from dataclasses import replace
 from twin.api.bands import SERVING_ENGINE, calibration_of
 from twin.bands import Calibration, Edges
 from twin.engine.step import StepBreakdown
+from twin.network.collectives import CommModel
 from twin.operations.accounting import Accounts
 from twin.operations.cluster import ClusterRun
 from twin.operations.jobs import PricedStep, Shape
@@ -25,7 +26,6 @@ from twin.operations.metrics import completion, power_use, utilisation, waits
 from twin.results import OperationsResult
 from twin.scenario import Scenario, Training
 from twin.workload.placement import Placement
-from twin.network.collectives import CommModel
 
 # How the edges are played, as the record's ``band.method`` says it.
 METHOD = ("the cluster played again with every job's step at the fast and at the slow edge of its "
@@ -61,7 +61,7 @@ def _at_edge(shape: Shape, factor: float) -> Shape:
 
 
 def played_at_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
-               play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
+                    play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
     """``result`` with its templates' bands, and the runs at their fast and slow edges to be played when a
     record asks for them (``OperationsResult.edges``)."""
     def edges() -> tuple[OperationsResult, ...]:
