@@ -91,9 +91,12 @@ class IterationModel:
     overhead_s: float              # calibrated host work per iteration (profiles without their own)
     host_memory_Bps: float         # Grace memory read over C2C (0 without)
     engine: EngineSpec = EngineSpec()   # the engine's per-iteration costs and all-reduce kernels
-    _cache: dict = field(default_factory=dict, init=False, repr=False)
+    # Costs of one stage that depend on one count alone, priced once per count (an iteration model
+    # lives as long as its replica; counts are bounded by max_tokens_in_flight and max_batch).
+    _token_costs: dict = field(default_factory=dict, init=False, repr=False)
+    _head_costs: dict = field(default_factory=dict, init=False, repr=False)
 
-    @property
+    @cached_property
     def stages(self) -> int:
         return self.pipeline.ranks
 
@@ -101,17 +104,14 @@ class IterationModel:
         """One iteration; ``kv_spilled`` is the share of the KV cache that lives in Grace memory."""
         p = self.stages
         micro = _split(batch, p)
-        compute, memory, comm = self._stage(micro, kv_spilled)
-        p2p = 0.0
-        if p > 1:
-            p2p = p * self.comm.send_recv_s(micro.tokens * self.model.hidden * UNQUANTISED_BYTES, self.pipeline)
+        compute, memory, comm, p2p = self._stage(micro, kv_spilled)
         kernels = p * (compute + memory + comm) + p2p
         gpu = max(kernels, self.launch_s(batch))
         host = self.host_s
         total = max(gpu, host) if self.engine.overlap_scheduler else gpu + host
         return IterationTime(total, p * compute, p * memory, p * comm + p2p, total - kernels)
 
-    @property
+    @cached_property
     def host_s(self) -> float:
         """Host work per iteration: the engine profile's, or the calibrated one where the profile says so."""
         return self.overhead_s if self.engine.host_s is None else self.engine.host_s
@@ -124,6 +124,12 @@ class IterationModel:
         e = self.engine
         if e.cuda_graphs and not batch.prefill_tokens and batch.decode_seqs <= e.graph_max_batch:
             return KERNEL_LAUNCH_S
+        return self._every_launch_s
+
+    @cached_property
+    def _every_launch_s(self) -> float:
+        """Launches of every kernel of an iteration, one by one."""
+        e = self.engine
         kernels = e.kernels_per_layer * self._layers * self.stages + e.kernels_per_iteration
         return kernels * KERNEL_LAUNCH_S
 
@@ -131,41 +137,47 @@ class IterationModel:
         return self.time(batch, kv_spilled).total_s
 
     # -- one stage, one micro-batch -----------------------------------------------------------
-    def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float]:
-        layers = self._layers
-        g_c, g_m = self._gemms(b.tokens)
+    def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float, float]:
+        """(compute, memory, tensor-parallel communication) seconds of one stage, and the stage-to-stage
+        sends of the whole pipeline."""
+        tokens = b.decode_seqs + b.prefill_tokens
+        per_tokens = self._token_costs.get(tokens)
+        if per_tokens is None:
+            per_tokens = self._token_costs[tokens] = self._price_tokens(tokens)
+        g_c, g_m, e_m, comm, p2p = per_tokens
+        emits = b.decode_seqs + b.prefill_done
+        head = self._head_costs.get(emits)
+        if head is None:
+            head = self._head_costs[emits] = self._head(emits)
         a_c, a_m = self._attention(b, kv_spilled)
-        e_m = self._elementwise(b.tokens)
-        tp = 2 * self._all_reduce(b.tokens)
-        head = self._head(b.decode_seqs + b.prefill_done)
-        return layers * (g_c + a_c), layers * (g_m + a_m + e_m + self._weight_spill_s) + head, layers * tp
+        layers = self._layers
+        return layers * (g_c + a_c), layers * (g_m + a_m + e_m + self._weight_spill_s) + head, comm, p2p
+
+    def _price_tokens(self, tokens: int) -> tuple[float, float, float, float, float]:
+        """What a stage's micro-batch of ``tokens`` tokens costs whatever its attention: its layers' GEMMs
+        (compute-bound, memory-bound), elementwise kernels and all-reduces, and the stage-to-stage sends."""
+        g_c, g_m = self._gemm_split(tokens)
+        e_m = self.ops.memory_s(tokens * self._elementwise_bytes_per_token)
+        tp = 2 * self.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES)
+        p, p2p = self.stages, 0.0
+        if p > 1:
+            p2p = p * self.comm.send_recv_s(tokens * self.model.hidden * UNQUANTISED_BYTES, self.pipeline)
+        return g_c, g_m, e_m, self._layers * tp, p2p
 
     @cached_property
     def _layers(self) -> int:
         """Layers of the busiest pipeline stage."""
         return max(stage_layers(self.model.layers, self.stages))
 
-    def _memo(self, kind: str, count: int, compute, *args):
-        """``compute(*args)``, once per ``(kind, count)`` (costs that depend on one count of tokens or
-        sequences); no closure is built on a hit, the common case."""
-        key = (kind, count)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = compute(*args)
-        return hit
-
     def _head(self, emits: int) -> float:
         """The LM head for ``emits`` sequences that emit a token."""
         if not emits:
             return 0.0
         m = self.model
-        return self._memo("head", emits, self.head_ops.matmul_s, emits, m.vocab / self.tensor.ranks, m.hidden)
-
-    def _gemms(self, tokens: int) -> tuple[float, float]:
-        """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
-        return self._memo("gemm", tokens, self._gemm_split, tokens)
+        return self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden)
 
     def _gemm_split(self, tokens: int) -> tuple[float, float]:
+        """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
         m, ops, t = self.model, self.ops, self.tensor.ranks
         h, f = m.hidden, m.ffn_hidden
         shapes = [(tokens, (h + 2 * m.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0)]
@@ -213,17 +225,11 @@ class IterationModel:
             return hbm
         return hbm + bytes_read * spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
 
-    def _elementwise(self, tokens: int) -> float:
-        return self.ops.memory_s(tokens * self._elementwise_bytes_per_token)
-
     @cached_property
     def _elementwise_bytes_per_token(self) -> float:
         m = self.model
         per_hidden, per_ffn = elementwise_bytes(m.norm, m.activation, "fused", False)
         return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
-
-    def _all_reduce(self, tokens: int) -> float:
-        return self._memo("ar", tokens, self.all_reduce_s, tokens * self.model.hidden * UNQUANTISED_BYTES)
 
     def all_reduce_s(self, size_bytes: float) -> float:
         """One tensor-parallel all-reduce: NCCL's, or the engine's own kernels inside an NVLink node where faster."""
