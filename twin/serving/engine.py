@@ -1,4 +1,9 @@
-"""Level 3s: requests over time on one replica, a SimPy discrete-event simulation.
+"""Level 3s: requests over time on one replica, a discrete-event simulation.
+
+Two processes, the arrivals and the engine, each wait for one event at a time, so their
+next events are kept as two (time, order) pairs rather than in an event queue with an
+object per event: events run in time order, ties in the order they were scheduled
+(SimPy's rule).
 
 Like vLLM's and TensorRT-LLM's in-flight batching, the engine runs iteration after
 iteration. Before each one it admits waiting requests (first come, first served)
@@ -31,7 +36,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import simpy
 
 from twin.serving.batching import Batch, IterationModel
 from twin.serving.load import Requests
@@ -95,16 +99,17 @@ class ReplicaEngine:
         return -(-max(0, tokens - self.prefix) // self.spec.block_tokens)
 
     def run(self, reqs: Requests) -> EngineRun:
-        env = simpy.Environment()
         state = _State(self, reqs)
-        env.process(state.arrivals(env))
-        env.process(state.serve(env))
-        env.run()
+        state.play()
         return state.result()
 
 
+# The (time, order) of an event that is not scheduled: after every other.
+NEVER = (math.inf, 0)
+
+
 class _State:
-    """The mutable state of one run (queues, blocks, counters)."""
+    """The mutable state of one run (queues, blocks, counters, the two processes' next events)."""
 
     def __init__(self, engine: ReplicaEngine, reqs: Requests):
         self.e = engine
@@ -122,7 +127,11 @@ class _State:
         self.free_blocks = engine.kv_blocks
         self.arrived = 0
         self.order = 0
-        self.wake: simpy.Event | None = None
+        self.done = 0                            # requests finished
+        self.scheduled = 0                       # events scheduled so far (ties run in this order)
+        self.next_arrival = self.next_serve = NEVER
+        self.idle = False                        # the engine waits for an arrival to wake it
+        self.in_flight: list[tuple[_Seq, int]] | None = None   # the running iteration's prefill chunks
         self.iterations = self.steps = self.preemptions = self.max_running = 0
         self.busy_s = self.compute_s = self.memory_s = self.comm_s = 0.0
         self.kv_peak = 0
@@ -131,35 +140,76 @@ class _State:
             self.free_blocks -= prefix_blocks
 
     # -- processes -----------------------------------------------------------------------------
-    def arrivals(self, env: simpy.Environment):
+    def play(self) -> None:
+        """Run the arrival process and the engine process from t = 0 until every request is done.
+
+        Each process waits for one event at a time (the next arrival; the end of the running
+        iteration, or the arrival that wakes an idle engine); events run in time order, ties in the
+        order they were scheduled, as in a discrete-event library's queue, without its per-event
+        objects. Both start at t = 0, arrivals first."""
+        self._start_arrivals()
+        self._serve(0.0)
+        while self.done < len(self.reqs):
+            if self.next_arrival < self.next_serve:
+                self._arrive(self.next_arrival[0])
+            else:
+                self._serve(self.next_serve[0])
+
+    def _at(self, time_s: float) -> tuple[float, int]:
+        """An event at ``time_s``, after those scheduled before it at the same time."""
+        self.scheduled += 1
+        return time_s, self.scheduled
+
+    def _start_arrivals(self) -> None:
+        """The arrival process at t = 0: the first request arrives now if it is due, else later."""
+        if not len(self.reqs):
+            return
+        first_s = self.reqs.arrival_s[0]
+        if first_s > 0:
+            self.next_arrival = self._at(first_s)
+        else:
+            self._arrive(0.0)
+
+    def _arrive(self, now: float) -> None:
+        """The next request arrives at ``now``, and so do the ones after it that are due by then; the
+        first wakes an idle engine. Then the next arrival is scheduled."""
         r = self.reqs
-        for i in range(len(r)):
-            delay = r.arrival_s[i] - env.now
-            if delay > 0:
-                yield env.timeout(delay)
+        delay = 0.0
+        while delay <= 0:
+            i = self.arrived
             self.waiting.append(_Seq(i, int(r.input_tokens[i]), int(r.output_tokens[i]), 0))
             self.arrived += 1
-            if self.wake is not None and not self.wake.triggered:
-                self.wake.succeed()
+            if self.idle:
+                self.idle = False
+                self.next_serve = self._at(now)
+            if self.arrived == len(r):
+                self.next_arrival = NEVER
+                return
+            delay = r.arrival_s[self.arrived] - now
+        self.next_arrival = self._at(now + delay)
 
-    def serve(self, env: simpy.Environment):
+    def _serve(self, now: float) -> None:
+        """The engine at ``now``: book the iteration that ended, then start the next one, or go idle
+        until an arrival when there is nothing to run."""
         total = len(self.reqs)
-        done = 0
-        while done < total:
-            self._admit()
-            batch, chunks = self._schedule()
-            if batch.tokens == 0:
-                if self.head >= len(self.waiting) and self.arrived < total:
-                    self.wake = env.event()
-                    yield self.wake
-                    self.wake = None
-                    continue
-                if not self.decoding and not self.prefilling:
-                    raise RuntimeError("a request needs more KV blocks than the cache holds")
-            k = self._jump(env.now) if not chunks and self.e.jump else 1
-            duration = self._advance(batch, k)
-            yield env.timeout(duration)
-            done += self._finish(env.now, chunks)
+        if self.in_flight is not None:
+            self.done += self._finish(now, self.in_flight)
+            self.in_flight = None
+        self.next_serve = NEVER
+        if self.done >= total:
+            return
+        self._admit()
+        batch, chunks = self._schedule()
+        if batch.tokens == 0:
+            if self.head >= len(self.waiting) and self.arrived < total:
+                self.idle = True
+                return
+            if not self.decoding and not self.prefilling:
+                raise RuntimeError("a request needs more KV blocks than the cache holds")
+        k = self._jump(now) if not chunks and self.e.jump else 1
+        duration = self._advance(batch, k)
+        self.in_flight = chunks
+        self.next_serve = self._at(now + duration)
 
     # -- scheduling ----------------------------------------------------------------------------
     def _need_blocks(self, s: _Seq) -> int:
