@@ -31,7 +31,7 @@ class GPUSpec:
 
     def peak(self, precision: str) -> float:
         """Dense tensor peak for ``precision``; fp32 training runs on TF32 tensor cores."""
-        key = {"fp32": "tf32"}.get(precision, precision)
+        key = "tf32" if precision == "fp32" else precision
         if key not in self.peak_flops:
             raise KeyError(precision)
         return self.peak_flops[key]

@@ -17,16 +17,16 @@ GPU not in the table is priced without the shape factor (1).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from twin import catalog
 from twin.hardware.specs import GPUSpec, gpu_spec
 
 
-@dataclass(frozen=True)
-class TileShape:
-    """The tile a GPU's GEMMs run in, and how many run at once."""
+class TileShape(NamedTuple):
+    """The tile a GPU's GEMMs run in, and how many run at once (a named tuple: it keys the cache of
+    shape factors, which hashes and compares it on every GEMM priced)."""
     sms: int
     tiles: tuple[tuple[int, int], ...]   # (tile_m, tile_n) the library chooses among
     fill_k: int               # columns of K a tile waits for before its main loop runs: (stages - 1) · k_block

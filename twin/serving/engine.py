@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.serving.batching import Batch, IterationModel
+from twin.serving.batching import Batch, IterationModel, IterationTime
 from twin.serving.load import Requests
 from twin.serving.specs import EngineSpec
 
@@ -114,7 +114,7 @@ class _State:
     def __init__(self, engine: ReplicaEngine, reqs: Requests):
         self.e = engine
         self.reqs = reqs
-        n = len(reqs)
+        self.total = n = len(reqs)              # requests in all
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
         self.waiting: list[_Seq] = []            # FIFO; preempted sequences go back to the head
@@ -132,6 +132,7 @@ class _State:
         self.next_arrival = self.next_serve = NEVER
         self.idle = False                        # the engine waits for an arrival to wake it
         self.in_flight: list[tuple[_Seq, int]] | None = None   # the running iteration's prefill chunks
+        self.priced: tuple[Batch, IterationTime] | None = None  # a batch _jump priced, for _advance to reuse
         self.iterations = self.steps = self.preemptions = self.max_running = 0
         self.busy_s = self.compute_s = self.memory_s = self.comm_s = 0.0
         self.kv_peak = 0
@@ -149,7 +150,7 @@ class _State:
         objects. Both start at t = 0, arrivals first."""
         self._start_arrivals()
         self._serve(0.0)
-        while self.done < len(self.reqs):
+        while self.done < self.total:
             if self.next_arrival < self.next_serve:
                 self._arrive(self.next_arrival[0])
             else:
@@ -162,7 +163,7 @@ class _State:
 
     def _start_arrivals(self) -> None:
         """The arrival process at t = 0: the first request arrives now if it is due, else later."""
-        if not len(self.reqs):
+        if not self.total:
             return
         first_s = self.reqs.arrival_s[0]
         if first_s > 0:
@@ -182,7 +183,7 @@ class _State:
             if self.idle:
                 self.idle = False
                 self.next_serve = self._at(now)
-            if self.arrived == len(r):
+            if self.arrived == self.total:
                 self.next_arrival = NEVER
                 return
             delay = r.arrival_s[self.arrived] - now
@@ -191,7 +192,7 @@ class _State:
     def _serve(self, now: float) -> None:
         """The engine at ``now``: book the iteration that ended, then start the next one, or go idle
         until an arrival when there is nothing to run."""
-        total = len(self.reqs)
+        total = self.total
         if self.in_flight is not None:
             self.done += self._finish(now, self.in_flight)
             self.in_flight = None
@@ -206,7 +207,7 @@ class _State:
                 return
             if not self.decoding and not self.prefilling:
                 raise RuntimeError("a request needs more KV blocks than the cache holds")
-        k = self._jump(now) if not chunks and self.e.jump else 1
+        k = self._jump(now, batch) if not chunks and self.e.jump else 1
         duration = self._advance(batch, k)
         self.in_flight = chunks
         self.next_serve = self._at(now + duration)
@@ -268,8 +269,8 @@ class _State:
         hbm = self.e.kv_hbm_tokens
         return 0.0 if kv_tokens <= hbm else (kv_tokens - hbm) / kv_tokens
 
-    def _jump(self, now: float) -> int:
-        """Decode-only iterations that keep the batch as it is."""
+    def _jump(self, now: float, batch: Batch) -> int:
+        """Decode-only iterations that keep ``batch`` (the decoding sequences) as it is."""
         if not self.decoding:
             return 1
         k = self.ends[0][0] - self.counter                     # until the first sequence ends
@@ -277,10 +278,10 @@ class _State:
         if self.head < len(self.waiting):
             if room and self._need_blocks(self.waiting[self.head]) <= self.free_blocks:
                 return 1
-        elif self.arrived < len(self.reqs) and room and self.free_blocks > 0:
+        elif self.arrived < self.total and room and self.free_blocks > 0:
             gap = self.reqs.arrival_s[self.arrived] - now       # until the next arrival, who may be admitted
-            t0 = self.e.it.time_s(self._decode_batch(0))
-            k = min(k, max(1, math.ceil(gap / t0)))
+            self.priced = batch, self.e.it.time(batch)          # the first iteration's time, at no spill
+            k = min(k, max(1, math.ceil(gap / self.priced[1].total_s)))
         if self.e.spec.scheduler == "max_utilization":
             k = min(k, self._block_horizon())
         return max(1, k)
@@ -307,23 +308,25 @@ class _State:
             batch = Batch(len(self.decoding), float(self.base_sum + len(self.decoding) * self.counter),
                           batch.prefill_tokens, batch.prefill_pairs, batch.prefill_context, batch.prefill_done)
         kv_now = batch.decode_context + batch.prefill_context + batch.prefill_tokens
-        first = it.time(batch, self._spilled(kv_now))
+        spilled = self._spilled(kv_now)
+        priced, self.priced = self.priced, None
+        if priced is not None and priced[0] is batch and spilled == 0.0:
+            first = priced[1]                                    # _jump priced this very batch, at no spill
+        else:
+            first = it.time(batch, spilled)
         if k == 1:
-            times = first
             total = first.total_s
+            self.compute_s += first.compute_s
+            self.memory_s += first.memory_s
+            self.comm_s += first.comm_s
         else:
             last_batch = self._decode_batch(k - 1)
             last = it.time(last_batch, self._spilled(last_batch.decode_context))
             total = k * (first.total_s + last.total_s) / 2.0
-            times = last
             scale = total / (first.total_s + last.total_s) if first.total_s + last.total_s > 0 else 0.0
             self.compute_s += (first.compute_s + last.compute_s) * scale
             self.memory_s += (first.memory_s + last.memory_s) * scale
             self.comm_s += (first.comm_s + last.comm_s) * scale
-        if k == 1:
-            self.compute_s += times.compute_s
-            self.memory_s += times.memory_s
-            self.comm_s += times.comm_s
         self.kv_peak = max(self.kv_peak, int(kv_now + k * len(self.decoding)))
         self.max_running = max(self.max_running, len(self.decoding) + len(self.prefilling))
         self.counter += k
