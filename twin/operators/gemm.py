@@ -63,16 +63,18 @@ def compute_factor(gpu: GPUSpec, m: float, n: float, k: float) -> float:
 
 @lru_cache(maxsize=1 << 16)
 def _factor(shape: TileShape, m: float, n: float, k: float) -> float:
-    """``compute_factor`` of one shape on one tile shape (the same GEMMs recur in every iteration and plan)."""
-    return min(_tile_work(shape, tm, tn, m, n, k) for tm, tn in shape.tiles) / (m * n * k)
+    """``compute_factor`` of one shape on one tile shape (the same GEMMs recur in every iteration and plan).
 
-
-def _tile_work(shape: TileShape, tm: int, tn: int, m: float, n: float, k: float) -> float:
-    """Multiply-adds the SMs spend, idle slots of the last wave included, with tiles of ``tm × tn``.
-
-    Fewer tiles than SMs split K among blocks (split-K) so that every SM works, each slice
-    paying its own pipeline fill."""
-    tiles = math.ceil(m / tm) * math.ceil(n / tn)
-    split = max(1, min(shape.sms // tiles, math.floor(k / max(1, shape.fill_k))))
-    waves = math.ceil(tiles * split / shape.sms)
-    return waves * shape.sms * tm * tn * (k / split + shape.fill_k)
+    Each tile of ``tm × tn`` costs the multiply-adds the SMs spend on it, idle slots of the last wave
+    included; the library's fastest tile is taken. Fewer tiles than SMs split K among blocks (split-K)
+    so that every SM works, each slice paying its own pipeline fill. One loop, no call per tile: a
+    serving run prices the GEMMs of every new token count."""
+    sms, fill_k = shape.sms, shape.fill_k
+    k_blocks = math.floor(k / max(1, fill_k))        # the most slices split-K cuts K into
+    best = math.inf
+    for tm, tn in shape.tiles:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        split = max(1, min(sms // tiles, k_blocks))
+        waves = math.ceil(tiles * split / sms)
+        best = min(best, waves * sms * tm * tn * (k / split + fill_k))
+    return best / (m * n * k)

@@ -122,6 +122,16 @@ class OperatorModel:
 
     def matmul_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of (m×k)·(k×n)."""
+        return self._matmul_s(m, n, k, count, self.matmul_compute_s(m, n, k))
+
+    def matmul_and_compute_s(self, m: float, n: float, k: float, count: float = 1.0) -> tuple[float, float]:
+        """``matmul_s`` and the compute side of those ``count`` GEMMs, for callers that tell compute-bound
+        GEMMs from memory-bound ones: the shape factor is looked up once."""
+        compute_s = self.matmul_compute_s(m, n, k)
+        return self._matmul_s(m, n, k, count, compute_s), count * compute_s
+
+    def _matmul_s(self, m: float, n: float, k: float, count: float, compute_s: float) -> float:
+        """``count`` GEMMs of (m×k)·(k×n) whose compute side is ``compute_s`` each."""
         operand = GEMM_OPERAND_BYTES[self.precision]
         weight = operand if self.weight_bytes is None else self.weight_bytes
         moved = operand * m * k + weight * k * n + OUTPUT_BYTES[self.precision] * m * n
@@ -129,7 +139,7 @@ class OperatorModel:
         if self.precision == "fp8" and self.separate_fp8_cast:
             amax = FP8_CURRENT_SCALING_AMAX_BYTES if self.fp8_recipe == "current" else 0.0
             cast = (FP8_CAST_BYTES_PER_ELEMENT + amax) * m * k / self.memory_Bps
-        return count * (max(self.matmul_compute_s(m, n, k), moved / self.memory_Bps) + cast)
+        return count * (max(compute_s, moved / self.memory_Bps) + cast)
 
     def matmul_compute_s(self, m: float, n: float, k: float) -> float:
         """The compute side of one (m×k)·(k×n) GEMM's roofline: its FLOPs, or its tiles when ``shape_aware``."""

@@ -190,8 +190,8 @@ class IterationModel:
             shapes += [(tokens, ffn_in, h, 1.0), (tokens, h, f / t, 1.0)]
         compute = memory = 0.0
         for rows, n, k, count in shapes:
-            s = ops.matmul_s(rows, n, k, count)
-            if count * ops.matmul_compute_s(rows, n, k) >= s * (1 - 1e-9):
+            s, compute_s = ops.matmul_and_compute_s(rows, n, k, count)
+            if compute_s >= s * (1 - 1e-9):
                 compute += s
             else:
                 memory += s
