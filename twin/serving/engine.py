@@ -133,6 +133,7 @@ class _State:
         self.idle = False                        # the engine waits for an arrival to wake it
         self.in_flight: list[tuple[_Seq, int]] | None = None   # the running iteration's prefill chunks
         self.priced: tuple[Batch, IterationTime] | None = None  # a batch _jump priced, for _advance to reuse
+        self.grows = engine.spec.scheduler == "max_utilization"  # decode allocates blocks as sequences grow
         self.iterations = self.steps = self.preemptions = self.max_running = 0
         self.busy_s = self.compute_s = self.memory_s = self.comm_s = 0.0
         self.kv_peak = 0
@@ -282,7 +283,7 @@ class _State:
             gap = self.reqs.arrival_s[self.arrived] - now       # until the next arrival, who may be admitted
             self.priced = batch, self.e.it.time(batch)          # the first iteration's time, at no spill
             k = min(k, max(1, math.ceil(gap / self.priced[1].total_s)))
-        if self.e.spec.scheduler == "max_utilization":
+        if self.grows:
             k = min(k, self._block_horizon())
         return max(1, k)
 
@@ -303,9 +304,10 @@ class _State:
     def _advance(self, batch: Batch, k: int) -> float:
         """Run ``k`` iterations of ``batch`` (k > 1 only for decode-only batches); their total time."""
         it = self.e.it
-        if self.e.spec.scheduler == "max_utilization" and self.decoding:
+        if self.grows and self.decoding:
             self._grow_blocks(k)
-            batch = Batch(len(self.decoding), float(self.base_sum + len(self.decoding) * self.counter),
+            n = len(self.decoding)
+            batch = Batch(n, float(self.base_sum + n * self.counter),
                           batch.prefill_tokens, batch.prefill_pairs, batch.prefill_context, batch.prefill_done)
         kv_now = batch.decode_context + batch.prefill_context + batch.prefill_tokens
         spilled = self._spilled(kv_now)
@@ -327,8 +329,9 @@ class _State:
             self.compute_s += (first.compute_s + last.compute_s) * scale
             self.memory_s += (first.memory_s + last.memory_s) * scale
             self.comm_s += (first.comm_s + last.comm_s) * scale
-        self.kv_peak = max(self.kv_peak, int(kv_now + k * len(self.decoding)))
-        self.max_running = max(self.max_running, len(self.decoding) + len(self.prefilling))
+        n = len(self.decoding)
+        self.kv_peak = max(self.kv_peak, int(kv_now + k * n))
+        self.max_running = max(self.max_running, n + len(self.prefilling))
         self.counter += k
         self.iterations += k
         self.steps += 1
