@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
+import simpy
 
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.errors import ScenarioError
@@ -14,9 +15,9 @@ from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, gpu_spec, 
 from twin.serving.batching import Batch
 from twin.serving.capacity import capacity, sizing
 from twin.serving.deployment import ServingSpec, replica, simulate
-from twin.serving.engine import ReplicaEngine
+from twin.serving.engine import ReplicaEngine, _Seq, _State
 from twin.serving.kv_cache import RUNTIME_CONTEXT_BYTES, workspace_bytes
-from twin.serving.load import requests
+from twin.serving.load import Requests, requests
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.model import model_spec
 
@@ -86,6 +87,75 @@ def test_clock_jumps_match_iteration_by_iteration():
     assert fast.steps < slow.steps / 2
     np.testing.assert_allclose(fast.requests.finish_s, slow.requests.finish_s, rtol=2e-3)
 
+
+
+def simpy_run(engine: ReplicaEngine, reqs: Requests):
+    """The engine's two processes as SimPy processes, on the engine's own scheduling steps: the reference
+    whose event order (time, then the order events were scheduled) the hand-stepped loop follows."""
+    env = simpy.Environment()
+    state = _State(engine, reqs)
+    wake: list[simpy.Event] = []
+
+    def arrivals():
+        for i in range(len(reqs)):
+            delay = reqs.arrival_s[i] - env.now
+            if delay > 0:
+                yield env.timeout(delay)
+            state.waiting.append(_Seq(i, int(reqs.input_tokens[i]), int(reqs.output_tokens[i]), 0))
+            state.arrived += 1
+            if wake and not wake[0].triggered:
+                wake[0].succeed()
+
+    def serve():
+        while state.done < len(reqs):
+            state._admit()
+            batch, chunks = state._schedule()
+            if batch.tokens == 0 and state.head >= len(state.waiting) and state.arrived < len(reqs):
+                wake.append(env.event())
+                yield wake[0]
+                wake.clear()
+                continue
+            k = state._jump(env.now, batch) if not chunks else 1
+            yield env.timeout(state._advance(batch, k))
+            state.done += state._finish(env.now, chunks)
+
+    env.process(arrivals())
+    env.process(serve())
+    env.run()
+    return state.result()
+
+
+def arriving_at_an_iteration_end(engine: ReplicaEngine, reqs: Requests) -> Requests:
+    """``reqs`` with one request moved to arrive exactly when an iteration ends (the run is the same up to
+    then), so that an arrival and the engine's next step fall at the same time."""
+    ends = np.unique(engine.run(reqs).requests.first_token_s)
+    end = ends[len(ends) // 2]
+    i = int(np.searchsorted(reqs.arrival_s, end))
+    arrivals = reqs.arrival_s.copy()
+    arrivals[i] = end
+    return Requests(arrivals, reqs.input_tokens, reqs.output_tokens)
+
+
+@pytest.mark.parametrize("scheduler", ["no_evict", "max_utilization"])
+@pytest.mark.parametrize("rate", [2.0, 30.0])
+def test_the_event_loop_plays_simpys_run_to_the_last_digit(scheduler, rate):
+    """Arrivals tied in time, an arrival at the very end of an iteration, arrivals while an iteration runs
+    and an idle engine woken by an arrival: every request's times and every counter as SimPy's processes
+    give them."""
+    engine_spec = EngineSpec(scheduler=scheduler, kv_memory_fraction=0.05 if scheduler == "max_utilization" else 0.9)
+    s = spec(rate=rate, count=300, dist="exponential", engine=engine_spec)
+    rep = build(s)
+    engine = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens)
+    drawn = requests(s.load, 300, rate)
+    tied = Requests(np.round(drawn.arrival_s, 1), drawn.input_tokens, drawn.output_tokens)
+    for reqs in (drawn, tied, arriving_at_an_iteration_end(engine, drawn)):
+        ours, reference = engine.run(reqs), simpy_run(engine, reqs)
+        for f in fields(ours):
+            if f.name == "requests":
+                for g in fields(ours.requests):
+                    np.testing.assert_array_equal(getattr(ours.requests, g.name), getattr(reference.requests, g.name))
+            else:
+                assert getattr(ours, f.name) == getattr(reference, f.name), f.name
 
 def test_higher_rate_raises_ttft_and_the_queue_grows_past_saturation():
     s = spec(count=300)
