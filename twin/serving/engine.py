@@ -115,6 +115,11 @@ class _State:
         self.e = engine
         self.reqs = reqs
         self.total = n = len(reqs)              # requests in all
+        # The requests as Python numbers: read one at a time, and the clock that runs from the arrival
+        # times then does plain float arithmetic rather than numpy scalars'.
+        self.arrival_s: list[float] = reqs.arrival_s.tolist()
+        self.input_tokens: list[int] = reqs.input_tokens.tolist()
+        self.output_tokens: list[int] = reqs.output_tokens.tolist()
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
         self.waiting: list[_Seq] = []            # FIFO; preempted sequences go back to the head
@@ -166,7 +171,7 @@ class _State:
         """The arrival process at t = 0: the first request arrives now if it is due, else later."""
         if not self.total:
             return
-        first_s = self.reqs.arrival_s[0]
+        first_s = self.arrival_s[0]
         if first_s > 0:
             self.next_arrival = self._at(first_s)
         else:
@@ -175,11 +180,10 @@ class _State:
     def _arrive(self, now: float) -> None:
         """The next request arrives at ``now``, and so do the ones after it that are due by then; the
         first wakes an idle engine. Then the next arrival is scheduled."""
-        r = self.reqs
         delay = 0.0
         while delay <= 0:
             i = self.arrived
-            self.waiting.append(_Seq(i, int(r.input_tokens[i]), int(r.output_tokens[i]), 0))
+            self.waiting.append(_Seq(i, self.input_tokens[i], self.output_tokens[i], 0))
             self.arrived += 1
             if self.idle:
                 self.idle = False
@@ -187,7 +191,7 @@ class _State:
             if self.arrived == self.total:
                 self.next_arrival = NEVER
                 return
-            delay = r.arrival_s[self.arrived] - now
+            delay = self.arrival_s[self.arrived] - now
         self.next_arrival = self._at(now + delay)
 
     def _serve(self, now: float) -> None:
@@ -280,7 +284,7 @@ class _State:
             if room and self._need_blocks(self.waiting[self.head]) <= self.free_blocks:
                 return 1
         elif self.arrived < self.total and room and self.free_blocks > 0:
-            gap = self.reqs.arrival_s[self.arrived] - now       # until the next arrival, who may be admitted
+            gap = self.arrival_s[self.arrived] - now            # until the next arrival, who may be admitted
             self.priced = batch, self.e.it.time(batch)          # the first iteration's time, at no spill
             k = min(k, max(1, math.ceil(gap / self.priced[1].total_s)))
         if self.grows:
@@ -361,7 +365,7 @@ class _State:
         self.base_sum -= s.base
         self.free_blocks += s.blocks
         s.blocks = 0
-        s.prompt = int(self.reqs.input_tokens[s.index]) + produced
+        s.prompt = self.input_tokens[s.index] + produced
         s.produced = produced
         s.done_prompt = 0
         self.waiting.insert(self.head, s)
