@@ -120,8 +120,8 @@ class _State:
         self.arrival_s: list[float] = reqs.arrival_s.tolist()
         self.input_tokens: list[int] = reqs.input_tokens.tolist()
         self.output_tokens: list[int] = reqs.output_tokens.tolist()
-        self.first = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
+        self.first = [math.nan] * n              # per request, as lists while the run writes them one by one
+        self.finish = [math.nan] * n
         self.waiting: list[_Seq] = []            # FIFO; preempted sequences go back to the head
         self.head = 0                            # index of the first waiting sequence in ``waiting``
         self.prefilling: list[_Seq] = []
@@ -379,7 +379,7 @@ class _State:
             if s.done_prompt < s.prompt:
                 continue
             self.prefilling.remove(s)
-            if np.isnan(self.first[s.index]):
+            if math.isnan(self.first[s.index]):
                 self.first[s.index] = now
             s.produced += 1                        # the last prefill chunk emits a token
             remaining = s.output - s.produced
@@ -407,7 +407,8 @@ class _State:
     def result(self) -> EngineRun:
         r = self.reqs
         start = float(r.arrival_s[0]) if len(r) else 0.0
-        makespan = float(np.nanmax(self.finish)) - start if len(r) else 0.0
-        times = RequestTimes(r.arrival_s, self.first, self.finish, r.input_tokens, r.output_tokens)
+        first, finish = np.array(self.first, dtype=float), np.array(self.finish, dtype=float)
+        makespan = float(np.nanmax(finish)) - start if len(r) else 0.0
+        times = RequestTimes(r.arrival_s, first, finish, r.input_tokens, r.output_tokens)
         return EngineRun(times, makespan, self.iterations, self.steps, self.busy_s, self.compute_s, self.memory_s,
                          self.comm_s, self.preemptions, self.max_running, self.kv_peak)
