@@ -63,18 +63,25 @@ def compute_factor(gpu: GPUSpec, m: float, n: float, k: float) -> float:
 
 @lru_cache(maxsize=1 << 16)
 def _factor(shape: TileShape, m: float, n: float, k: float) -> float:
-    """``compute_factor`` of one shape on one tile shape (the same GEMMs recur in every iteration and plan).
+    """``compute_factor`` of one shape on one tile shape (the same GEMMs recur in every iteration and plan)."""
+    row_tiles = tuple(math.ceil(m / tm) for tm, _ in shape.tiles)
+    return _fastest_tiles_work(shape, row_tiles, n, k) / (m * n * k)
 
-    Each tile of ``tm × tn`` costs the multiply-adds the SMs spend on it, idle slots of the last wave
-    included; the library's fastest tile is taken. Fewer tiles than SMs split K among blocks (split-K)
-    so that every SM works, each slice paying its own pipeline fill. One loop, no call per tile: a
-    serving run prices the GEMMs of every new token count."""
+
+@lru_cache(maxsize=1 << 16)
+def _fastest_tiles_work(shape: TileShape, row_tiles: tuple[int, ...], n: float, k: float) -> float:
+    """Multiply-adds the SMs spend with the library's fastest tile, idle slots of the last wave included;
+    ``row_tiles``: each tile shape's count of tiles along M (⌈M / tile_m⌉).
+
+    Fewer tiles than SMs split K among blocks (split-K) so that every SM works, each slice paying its
+    own pipeline fill. M enters only through the row tiles, so GEMMs of nearby M (a serving run's
+    token counts, one GEMM shape each) share the work."""
     sms, fill_k = shape.sms, shape.fill_k
     k_blocks = math.floor(k / max(1, fill_k))        # the most slices split-K cuts K into
     best = math.inf
-    for tm, tn in shape.tiles:
-        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    for (tm, tn), rows in zip(shape.tiles, row_tiles):
+        tiles = rows * math.ceil(n / tn)
         split = max(1, min(sms // tiles, k_blocks))
         waves = math.ceil(tiles * split / sms)
         best = min(best, waves * sms * tm * tn * (k / split + fill_k))
-    return best / (m * n * k)
+    return best
