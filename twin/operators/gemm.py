@@ -53,9 +53,9 @@ def tile_shape(gpu: GPUSpec) -> TileShape | None:
         return None
 
 
-def compute_factor(gpu: GPUSpec, m: float, n: float, k: float) -> float:
-    """Time of an M×N×K GEMM's tiles ÷ the time of its 2MNK useful FLOPs at the same rate (≥ 1)."""
-    shape = tile_shape(gpu)
+def compute_factor(shape: TileShape | None, m: float, n: float, k: float) -> float:
+    """Time of an M×N×K GEMM's tiles ÷ the time of its 2MNK useful FLOPs at the same rate (≥ 1), on a GPU
+    of ``shape`` (``tile_shape``; None, a GPU not catalogued: 1)."""
     if shape is None or m <= 0 or n <= 0 or k <= 0:
         return 1.0
     return _factor(shape, m, n, k)

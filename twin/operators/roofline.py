@@ -30,7 +30,7 @@ from functools import cached_property
 from twin.calibration import (Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction,
                               triton_speed_vs_flash2)
 from twin.hardware.specs import GPUSpec
-from twin.operators.gemm import compute_factor
+from twin.operators.gemm import TileShape, compute_factor, tile_shape
 from twin.workload.finetune import GEMM_OPERAND_BYTES
 
 # GEMM operands by precision: twin.workload.finetune.GEMM_OPERAND_BYTES (fp8 and int8 GEMMs
@@ -144,7 +144,12 @@ class OperatorModel:
     def matmul_compute_s(self, m: float, n: float, k: float) -> float:
         """The compute side of one (m×k)·(k×n) GEMM's roofline: its FLOPs, or its tiles when ``shape_aware``."""
         seconds = 2.0 * m * n * k / self.matmul_flops
-        return seconds * compute_factor(self.gpu, m, n, k) if self.shape_aware else seconds
+        return seconds * compute_factor(self._tile_shape, m, n, k) if self.shape_aware else seconds
+
+    @cached_property
+    def _tile_shape(self) -> TileShape | None:
+        """The GPU's GEMM tiles and SMs (``operators.gemm``), looked up once rather than per GEMM."""
+        return tile_shape(self.gpu)
 
     def memory_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel that reads and writes ``bytes_moved`` in all."""
