@@ -47,7 +47,10 @@ def max_min_rates(coflow: np.ndarray, link: np.ndarray, load: np.ndarray, capaci
     spare = capacity.copy()
     while not frozen.all():
         active = ~frozen[coflow]
-        demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
+        if active.all():                  # the first round, often the only one: every flow counts, as it is
+            demand = np.bincount(link, weights=load, minlength=len(capacity))
+        else:
+            demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
         used = demand > 0
         if not used.any():
             rate[~frozen] = np.inf
