@@ -48,8 +48,8 @@ def pass_s(compute: Sequence[float], gather: Sequence[float], reduce: Sequence[f
     Unit i computes for ``compute[i]``, waits for the all-gather(s) of its parameters (``gather[i]``)
     and issues a reduce-scatter when it is done (``reduce[i]``, backward). ``ahead[i]``: the last unit
     whose gather may be issued once unit i starts (or, with ``issue_after``, once it is done).
-    Collectives run one at a time in issue order. One loop with the issuing inlined: a search prices
-    thousands of passes.
+    Collectives run one at a time in issue order. One loop, the issuing inlined and ``max(a, b)`` written
+    ``b if b > a else a`` (the same value): a search prices thousands of passes.
     """
     n = len(compute)
     last = n - 1
@@ -57,31 +57,33 @@ def pass_s(compute: Sequence[float], gather: Sequence[float], reduce: Sequence[f
     comm_free = 0.0
     issued = 0
     if n:
-        comm_free = max(comm_free, 0.0) + gather[0]
+        comm_free += gather[0]
         done[0] = comm_free
         issued = 1
     t = 0.0
     for i in range(n):
-        start = max(t, done[i])
+        start = done[i] if done[i] > t else t
         if not issue_after:
-            upto = min(ahead[i], last)
+            upto = ahead[i] if ahead[i] < last else last
             while issued <= upto:
-                comm_free = max(comm_free, start) + gather[issued]
+                comm_free = (start if start > comm_free else comm_free) + gather[issued]
                 done[issued] = comm_free
                 issued += 1
-        beside = max(0.0, comm_free - start)          # traffic already queued runs beside this unit
+        beside = comm_free - start                    # traffic already queued runs beside this unit
+        if not beside > 0.0:
+            beside = 0.0
         c = compute[i]
-        t = start + c + slowdown * min(c, beside)
+        t = start + c + slowdown * (beside if beside < c else c)
         if issue_after:
-            upto = min(ahead[i], last)
+            upto = ahead[i] if ahead[i] < last else last
             while issued <= upto:
-                comm_free = max(comm_free, t) + gather[issued]
+                comm_free = (t if t > comm_free else comm_free) + gather[issued]
                 done[issued] = comm_free
                 issued += 1
         r = reduce[i]
         if r > 0:
-            comm_free = max(comm_free, t) + r
-    return max(t, comm_free)
+            comm_free = (t if t > comm_free else comm_free) + r
+    return comm_free if comm_free > t else t
 
 
 def prefetch_window(params: Sequence[float], stack: StackProfile) -> list[int]:
@@ -146,23 +148,25 @@ def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm:
         return 0.0, 0.0
     gather = plan.zero >= 3
     groups = {"data": placement.data, "expert_data": placement.expert_data}
-    collective = _collective(stack.sharded_gather == "per-tensor", groups)
+    per_tensor = stack.sharded_gather == "per-tensor"
+    each_unit = not per_tensor or stack.reduce_bucket_params <= 0     # a reduce-scatter after every unit
 
     def priced(units: list[tuple[float, float, list[Tensor]]]) -> list[tuple]:
-        """(forward s, backward s, gather s, parameters, tensors) of each unit."""
-        return [(f, b, collective(comm.all_gather_s, xs, param_bytes) if gather else 0.0,
+        """(forward s, backward s, gather s, reduce-scatter s after it, parameters, tensors) of each unit."""
+        return [(f, b, _collective_s(comm.all_gather_s, xs, param_bytes, per_tensor, groups) if gather else 0.0,
+                 _collective_s(comm.reduce_scatter_s, xs, grad_bytes, per_tensor, groups) if each_unit else 0.0,
                  sum(x.params for x in xs), xs) for f, b, xs in units]
 
     first, layer, last = _pass_units(work, model, plan, stack)
     units = priced(first) + priced(layer) * work.layers + priced(last)
-    fwd, bwd, gathers, params, tensors = zip(*units)
+    fwd, bwd, gathers, reduces, params, tensors = zip(*units)
     regather = 2.0 if (stack.regather_under_recompute and plan.recompute == "full") else 1.0
-    reduces = _reduce_scatters(tensors[::-1], comm, groups, grad_bytes, collective, stack)
+    reduces = reduces[::-1] if each_unit else _bucket_reduce_scatters(tensors[::-1], comm, groups, grad_bytes, stack)
 
     fwd_compute, bwd_compute = sum(fwd), sum(bwd[::-1])
     forward_s = (pass_s(fwd, gathers, [0.0] * len(units), prefetch_window(params, stack), False, slowdown)
                  if gather else fwd_compute)
-    post = stack.sharded_gather == "per-block" and stack.backward_prefetch == "post"
+    post = not per_tensor and stack.backward_prefetch == "post"
     backward_s = pass_s(bwd[::-1], [regather * g for g in gathers[::-1]], reduces,
                         prefetch_window(params[::-1], stack), post, slowdown)
     return forward_s - fwd_compute, backward_s - bwd_compute
@@ -190,34 +194,22 @@ def _pass_units(work: ChunkWork, model: ModelSpec, plan: ParallelPlan,
     return first, layer, last
 
 
-def _collective(per_tensor: bool, groups: dict[str, GroupShape]):
-    """``collective(op, tensors, bytes_per)``: one collective per tensor (per-tensor) or one flat collective per
-    group (per-block); a chunk's layers hold the same tensor lists, so each list is priced once per op."""
-    seen: dict[tuple, float] = {}
-
-    def collective(op, tensors: list[Tensor], bytes_per: float) -> float:
-        key = (op, id(tensors), bytes_per)
-        found = seen.get(key)
-        if found is not None:
-            return found
-        if per_tensor:
-            found = sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
-        else:
-            by_group: dict[str, float] = {}
-            for x in tensors:
-                by_group[x.group] = by_group.get(x.group, 0.0) + x.params
-            found = sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
-        seen[key] = found
-        return found
-    return collective
+def _collective_s(op, tensors: list[Tensor], bytes_per: float, per_tensor: bool,
+                  groups: dict[str, GroupShape]) -> float:
+    """One collective ``op`` per tensor (per-tensor) or one flat collective per group (per-block) over
+    ``tensors`` of ``bytes_per`` bytes per parameter."""
+    if per_tensor:
+        return sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
+    by_group: dict[str, float] = {}
+    for x in tensors:
+        by_group[x.group] = by_group.get(x.group, 0.0) + x.params
+    return sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
 
 
-def _reduce_scatters(units: list[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],
-                     grad_bytes: float, collective, stack: StackProfile) -> list[float]:
-    """Reduce-scatter time issued after each backward unit: one per block, or one per full bucket
-    of tensors (a bucket per group; what is left is reduced after the last unit)."""
-    if stack.sharded_gather == "per-block" or stack.reduce_bucket_params <= 0:
-        return [collective(comm.reduce_scatter_s, xs, grad_bytes) for xs in units]
+def _bucket_reduce_scatters(units: Sequence[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],
+                            grad_bytes: float, stack: StackProfile) -> list[float]:
+    """Reduce-scatter time issued after each backward unit of tensors: one per full bucket (a bucket per
+    group; what is left is reduced after the last unit)."""
     out, bucket = [], dict.fromkeys(groups, 0.0)
     for i, xs in enumerate(units):
         for x in xs:
