@@ -114,9 +114,10 @@ def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrob
 def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     m = plan.microbatches
     rows = stage_microbatch_s(costs, plan)
-    busiest = max(range(plan.pipeline), key=lambda i: rows[i].total_s)
+    totals = [r.total_s for r in rows]
+    busiest = max(range(plan.pipeline), key=totals.__getitem__)
     row = rows[busiest]
-    fill_drain = sum(r.total_s for r in rows) - row.total_s
+    fill_drain = sum(totals) - row.total_s
     if plan.schedule == "interleaved":
         fill_drain /= plan.virtual_stages
     pipeline_s = m * row.total_s + fill_drain
