@@ -51,8 +51,9 @@ class JobNodes:
         self.missing += 1
 
     def data_parallel(self) -> int:
-        """Replicas running: one less for each node the job runs without."""
-        return max(1, self.spec.data_parallel - self.missing)
+        """Replicas running: one less for each node the job runs without (at least one)."""
+        replicas = self.spec.data_parallel - self.missing
+        return replicas if replicas > 1 else 1
 
     def active_share(self) -> float:
         """The share of the job's nodes running (its failure rate scales with it)."""
