@@ -13,7 +13,7 @@ from twin import catalog
 from twin.api import build, parse_scenario, run_dict
 from twin.operators.launches import KERNEL_LAUNCH_S, forward_kernels_per_layer
 from twin.engine.optimizer_step import OPTIMIZER_BYTES_PER_PARAM, step_work_s
-from twin.engine.sharding import ChunkWork, PassUnit, layer_tensors, pass_s, prefetch_window, sharded_extra_s
+from twin.engine.sharding import ChunkWork, layer_tensors, pass_s, prefetch_window, sharded_extra_s
 from twin.engine.stack import META_KEYS, StackProfile, behaviour_fields, stack_names, stack_profile
 from twin.engine.stage_costs import _layer_costs, step_costs
 from twin.engine.stragglers import PER_GPU_SPREAD
@@ -172,23 +172,23 @@ def test_a_pass_hides_what_its_prefetch_window_covers():
     """n units of compute c, gather g (σ = 0): prefetching the next unit exposes only the first gather
     (g + n·c when g ≤ c); gathering after each unit's compute exposes every one (n·(g + c))."""
     n, c, g = 6, 1.0, 0.4
-    units = [PassUnit(c, g)] * n
+    compute, gather, reduce = [c] * n, [g] * n, [0.0] * n
     fsdp = stack_profile("pytorch-fsdp")
-    window = prefetch_window(units, fsdp)
+    window = prefetch_window([0.0] * n, fsdp)
     assert window == [1, 2, 3, 4, 5, 5]
-    assert pass_s(units, window, False, 0.0) == pytest.approx(g + n * c)
-    assert pass_s(units, window, True, 0.0) == pytest.approx(n * (g + c))
-    slow = [PassUnit(0.2, g)] * n                                 # gathers outlast compute: the stream bounds it
-    assert pass_s(slow, window, False, 0.0) == pytest.approx(n * g + 0.2)
-    assert pass_s(units, window, False, 0.25) == pytest.approx(g + (n - 1) * (c + 0.25 * g) + c)
+    assert pass_s(compute, gather, reduce, window, False, 0.0) == pytest.approx(g + n * c)
+    assert pass_s(compute, gather, reduce, window, True, 0.0) == pytest.approx(n * (g + c))
+    slow = [0.2] * n                                              # gathers outlast compute: the stream bounds it
+    assert pass_s(slow, gather, reduce, window, False, 0.0) == pytest.approx(n * g + 0.2)
+    assert pass_s(compute, gather, reduce, window, False, 0.25) == pytest.approx(g + (n - 1) * (c + 0.25 * g) + c)
 
 
 def test_deepspeed_prefetches_as_many_tensors_as_its_bucket_holds():
     ds = replace(stack_profile("deepspeed-zero"), prefetch_bucket_params=250.0, max_live_params=1e9)
-    units = [PassUnit(1.0, 0.1, 0.0, 100.0)] * 6
-    assert prefetch_window(units, ds) == [2, 3, 4, 5, 5, 5]      # two tensors of 100 fit in 250
+    params = [100.0] * 6
+    assert prefetch_window(params, ds) == [2, 3, 4, 5, 5, 5]     # two tensors of 100 fit in 250
     tight = replace(ds, max_live_params=250.0)                    # the live budget counts the tensor in use
-    assert prefetch_window(units, tight) == [1, 2, 3, 4, 5, 5]
+    assert prefetch_window(params, tight) == [1, 2, 3, 4, 5, 5]
 
 
 def test_per_tensor_zero3_pays_ranks_minus_one_ring_latencies_per_collective():

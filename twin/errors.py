@@ -33,7 +33,10 @@ class ScenarioError(TwinError):
 
 def _printable(text: str) -> str:
     """Control characters (a key may hold anything a file does) written as escapes: one printable line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    text = str(text)
+    if text.isprintable():            # the usual case, checked at once: a search refuses thousands of plans
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class InfeasibleError(ScenarioError):

@@ -8,13 +8,11 @@ below ``twin.api`` to go from a file (or an upload, or a dict) to an answer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twin import catalog
 from twin.api.bands import calibrated, scenario_calibration
 from twin.api.specs import cluster_of
-from twin.api.operations import simulate_operations
-from twin.api.serving import capacity, gpus_for_rate, simulate_serving
 from twin.api.training import (
     Built,
     Prepared,
@@ -32,7 +30,7 @@ from twin.api.training import (
 from twin.network.collectives import CommModel, FabricSummary
 from twin.options import (METHODS, OBJECTIVES, PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS,
                           WEIGHT_STORAGES)
-from twin.results import CapacityResult, OperationsResult, Result, ServingResult, TrainingResult
+from twin.results import Result, TrainingResult
 from twin.scenario import (
     Scenario,
     check_key,
@@ -48,6 +46,9 @@ from twin.scenario import (
 from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
+if TYPE_CHECKING:
+    from twin.results import CapacityResult, OperationsResult, ServingResult
+
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
            "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
@@ -55,6 +56,23 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            "check_key", "TrainingResult", "scenario_calibration",
            # the option tuples callers offer as choices (defined once in twin.options)
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
+
+# Serving and operations (their engines, records and the modules below them) load when first asked for, so
+# that a training run or a plan search does not import them (PEP 562 module __getattr__).
+_SERVING = ("capacity", "gpus_for_rate", "simulate_serving")
+_RECORDS = ("CapacityResult", "OperationsResult", "ServingResult")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVING:
+        from twin.api import serving as module
+    elif name == "simulate_operations":
+        from twin.api import operations as module
+    elif name in _RECORDS:
+        from twin import results as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
 
 
 def simulate(scenario: Scenario, closed_form: bool = False,
@@ -64,8 +82,10 @@ def simulate(scenario: Scenario, closed_form: bool = False,
     training scenario prepared on the same cluster, whose communication models the answer shares
     (``prepare``)."""
     if scenario.workload == "serving":
+        from twin.api.serving import simulate_serving
         return calibrated(simulate_serving(scenario), scenario)
     if scenario.workload == "jobs":
+        from twin.api.operations import simulate_operations
         return simulate_operations(scenario)
     return calibrated(simulate_training(scenario, closed_form, like), scenario)
 
@@ -97,6 +117,7 @@ def capacity_file(path: str | Path, target_rate_per_s: float | None = None,
     if scenario.workload != "serving":
         raise ScenarioError(scenario.workload, "capacity answers serving scenarios; this one describes "
                             f"{scenario.workload} (write a serving: section, docs/serving.md)")
+    from twin.api.serving import capacity
     return capacity(scenario, target_rate_per_s)
 
 

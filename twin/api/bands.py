@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from twin import catalog
 from twin.bands import Calibration, nearest_band, profile_band
 from twin.profile import load_profile
-from twin.results import ServingResult, TrainingResult
 from twin.scenario import Scenario
+
+if TYPE_CHECKING:
+    from twin.results import ServingResult, TrainingResult
 
 # The serving engine the serving twin is validated on (twin/validation/cases/serving: trtllm-bench rows).
 SERVING_ENGINE = "trtllm"
 
-R = TypeVar("R", TrainingResult, ServingResult)
+R = TypeVar("R", "TrainingResult", "ServingResult")
 
 
 def calibration_of(scenario: Scenario, kind: str, gpu: str, system: str) -> Calibration:

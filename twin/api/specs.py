@@ -8,7 +8,7 @@ YAML schema.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from twin.engine.stack import StackProfile, stack_profile
 from twin.errors import ScenarioError
@@ -20,12 +20,16 @@ from twin.power.pricing import UNPRICED, NodeForPrice, PricingRequest, hour_pric
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
-from twin.serving.deployment import ServingSpec
-from twin.serving.profiles import engine_profile
-from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
 from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
 from twin.workload.model import ModelSpec, model_spec
 from twin.workload.plan import PlanRequest
+
+if TYPE_CHECKING:
+    from twin.serving.deployment import ServingSpec
+    from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec
+
+# The serving specs (and the serving engine below them) are imported by the functions that build them, when
+# first called: a training run or a plan search does not load them.
 
 
 def cluster_of(c: Cluster) -> ClusterSpec:
@@ -159,11 +163,13 @@ DEFAULT_MAX_OVER_MEAN = 8
 
 def lengths_of(x: Lengths) -> LengthSpec:
     """Token counts; an unwritten max is the mean (fixed) or ``DEFAULT_MAX_OVER_MEAN`` × the mean."""
+    from twin.serving.specs import LengthSpec
     cap = x.max if x.max is not None else x.mean * (1 if x.distribution == "fixed" else DEFAULT_MAX_OVER_MEAN)
     return LengthSpec(mean=x.mean, distribution=x.distribution, max=int(cap), sigma=x.sigma)
 
 
 def load_of(x: Load) -> LoadSpec:
+    from twin.serving.specs import LoadSpec
     return LoadSpec(rate_per_s=None if x.rate == "offline" else x.rate, requests=x.requests,
                     input_tokens=lengths_of(x.input_tokens), output_tokens=lengths_of(x.output_tokens),
                     prefix_tokens=x.prefix_tokens, seed=x.seed)
@@ -171,6 +177,7 @@ def load_of(x: Load) -> LoadSpec:
 
 def engine_of(e: Engine) -> EngineSpec:
     """The named engine profile (catalog engines.yaml) with the keys the scenario writes in its place."""
+    from twin.serving.profiles import engine_profile
     base = engine_profile(e.profile, "serving.engine.profile")
     written = {k: getattr(e, k) for k in e.model_fields_set if k != "profile"}
     if written.get("max_tokens_in_flight") == "auto":
@@ -192,6 +199,8 @@ def kv_precision_of(kv_cache: KVPrecision | Literal["auto"], precision: ServingP
 
 def serving_spec_of(s: Serving, alternative: Alternative | None = None) -> ServingSpec:
     """The first deployment of ``serving:``, or one of its ``compare`` alternatives (unwritten keys inherited)."""
+    from twin.serving.deployment import ServingSpec
+    from twin.serving.specs import SLOSpec
     chosen = {k: getattr(alternative, k) for k in alternative.model_fields_set} if alternative else {}
     precision = chosen.get("precision") or s.precision
     parallelism = chosen.get("parallelism") or s.parallelism

@@ -51,8 +51,9 @@ class JobNodes:
         self.missing += 1
 
     def data_parallel(self) -> int:
-        """Replicas running: one less for each node the job runs without."""
-        return max(1, self.spec.data_parallel - self.missing)
+        """Replicas running: one less for each node the job runs without (at least one)."""
+        replicas = self.spec.data_parallel - self.missing
+        return replicas if replicas > 1 else 1
 
     def active_share(self) -> float:
         """The share of the job's nodes running (its failure rate scales with it)."""
@@ -77,18 +78,23 @@ class _Horizon(Exception):
 
 
 class _Sample:
-    """One sample's clocks and counters (the fields of ``JobSample``)."""
+    """One sample's clocks and counters (the fields of ``JobSample``).
+
+    A Monte Carlo plays hundreds of thousands of failures: the spec's fields read at every event are kept on
+    the sample and the failures' clock advances inline (``_until``)."""
 
     def __init__(self, spec, rng: np.random.Generator, out):
         self.spec, self.rng, self.out = spec, rng, out
         self.t = 0.0
         self.nodes = JobNodes(spec)
-        self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
+        self.rate_full, cumulative = spec.profile.shares(spec.gpus, spec.nodes)
+        self.cumulative = cumulative.tolist()   # a list: bisected at every failure
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
         self.exponential, self.random = rng.exponential, rng.random
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
         self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
+        self.horizon_s = spec.horizon_s
 
     # -- the failures' clock --------------------------------------------------------------------
     def _draw_interval(self) -> None:
@@ -97,24 +103,20 @@ class _Sample:
             self.next_failure_s = self.t + self.exponential(1.0 / (self.rate_full * active))
             self.redraw = False
 
-    def _fire(self) -> Component:
-        """A failure now, of a job that trains or restarts: its component, then the next interval."""
-        component = drawn_component(self.spec.profile, self.cumulative, self.random())
-        self.redraw = True
-        self._draw_interval()
-        return component
-
     def _until(self, end_s: float) -> Component | None:
-        """Advance to ``end_s`` unless a failure comes first: then to it, and return its component."""
+        """Advance to ``end_s`` unless a failure comes first: then to it, and return its component, drawn
+        before the next interval (a failure of a job that trains or restarts)."""
         if self.redraw:
             self._draw_interval()
         next_s = self.next_failure_s
         if next_s < end_s:
-            if next_s > self.spec.horizon_s:
+            if next_s > self.horizon_s:
                 raise _Horizon
             self.t = next_s
-            return self._fire()
-        if end_s > self.spec.horizon_s:
+            component = drawn_component(self.spec.profile, self.cumulative, self.random())
+            self.next_failure_s = next_s + self.exponential(1.0 / (self.rate_full * self.nodes.active_share()))
+            return component
+        if end_s > self.horizon_s:
             raise _Horizon
         self.t = end_s
         return None
@@ -123,11 +125,11 @@ class _Sample:
         """Wait until ``end_s``: failures meanwhile interrupt nothing; the first puts the failures to sleep."""
         self._draw_interval()
         if self.next_failure_s < end_s:
-            if self.next_failure_s > self.spec.horizon_s:
+            if self.next_failure_s > self.horizon_s:
                 raise _Horizon
             self.rng.random()                   # its component, drawn and set aside
             self.next_failure_s, self.redraw = math.inf, True
-        if end_s > self.spec.horizon_s:
+        if end_s > self.horizon_s:
             raise _Horizon
         self.t = end_s
 

@@ -41,60 +41,64 @@ from twin.workload.placement import GroupShape, Placement
 from twin.workload.plan import ParallelPlan
 
 
-@dataclass(frozen=True)
-class PassUnit:
-    """One unit of a pass: its compute, the gathers it waits for, and the reduce-scatter it issues."""
-    compute_s: float
-    gather_s: float = 0.0         # all-gather(s) of its parameters, before it runs
-    reduce_s: float = 0.0         # reduce-scatter issued when it is done (backward)
-    params: float = 0.0           # parameters it gathers (for the prefetch budget)
-
-
-def pass_s(units: Sequence[PassUnit], ahead: Sequence[int], issue_after: bool, slowdown: float) -> float:
+def pass_s(compute: Sequence[float], gather: Sequence[float], reduce: Sequence[float], ahead: Sequence[int],
+           issue_after: bool, slowdown: float) -> float:
     """Time of one pass, until its last compute and its last collective are done.
 
-    ``ahead[i]``: the last unit whose gather may be issued once unit i starts (or, with
-    ``issue_after``, once it is done). Collectives run one at a time in issue order.
+    Unit i computes for ``compute[i]``, waits for the all-gather(s) of its parameters (``gather[i]``)
+    and issues a reduce-scatter when it is done (``reduce[i]``, backward). ``ahead[i]``: the last unit
+    whose gather may be issued once unit i starts (or, with ``issue_after``, once it is done).
+    Collectives run one at a time in issue order. One loop, the issuing inlined and ``max(a, b)`` written
+    ``b if b > a else a`` (the same value): a search prices thousands of passes.
     """
-    n = len(units)
+    n = len(compute)
+    last = n - 1
     done = [0.0] * n                  # when each unit's gathers have arrived
     comm_free = 0.0
     issued = 0
-
-    def issue(upto: int, at: float) -> None:
-        nonlocal comm_free, issued
-        while issued <= min(upto, n - 1):
-            comm_free = max(comm_free, at) + units[issued].gather_s
-            done[issued] = comm_free
-            issued += 1
-
-    issue(0, 0.0)
+    if n:
+        comm_free += gather[0]
+        done[0] = comm_free
+        issued = 1
     t = 0.0
-    for i, unit in enumerate(units):
-        start = max(t, done[i])
+    for i in range(n):
+        start = done[i] if done[i] > t else t
         if not issue_after:
-            issue(ahead[i], start)
-        beside = max(0.0, comm_free - start)          # traffic already queued runs beside this unit
-        t = start + unit.compute_s + slowdown * min(unit.compute_s, beside)
+            upto = ahead[i] if ahead[i] < last else last
+            while issued <= upto:
+                comm_free = (start if start > comm_free else comm_free) + gather[issued]
+                done[issued] = comm_free
+                issued += 1
+        beside = comm_free - start                    # traffic already queued runs beside this unit
+        if not beside > 0.0:
+            beside = 0.0
+        c = compute[i]
+        t = start + c + slowdown * (beside if beside < c else c)
         if issue_after:
-            issue(ahead[i], t)
-        if unit.reduce_s > 0:
-            comm_free = max(comm_free, t) + unit.reduce_s
-    return max(t, comm_free)
+            upto = ahead[i] if ahead[i] < last else last
+            while issued <= upto:
+                comm_free = (t if t > comm_free else comm_free) + gather[issued]
+                done[issued] = comm_free
+                issued += 1
+        r = reduce[i]
+        if r > 0:
+            comm_free = (t if t > comm_free else comm_free) + r
+    return comm_free if comm_free > t else t
 
 
-def prefetch_window(units: Sequence[PassUnit], stack: StackProfile) -> list[int]:
-    """For each unit, the last unit gathered ahead of it: the next one (per block), or as many
-    as the prefetch bucket and the live-parameter budget hold, and at least the next (per tensor)."""
-    n = len(units)
+def prefetch_window(params: Sequence[float], stack: StackProfile) -> list[int]:
+    """For each unit (``params``: the parameters each gathers), the last unit gathered ahead of it: the
+    next one (per block), or as many as the prefetch bucket and the live-parameter budget hold, and at
+    least the next (per tensor)."""
+    n = len(params)
     if stack.sharded_gather == "per-block" or stack.prefetch_bucket_params <= 0:
         return [min(i + 1, n - 1) for i in range(n)]
-    held = [0.0, *accumulate(u.params for u in units)]        # held[j]: parameters of units before j
+    held = [0.0, *accumulate(params)]        # held[j]: parameters of units before j
     window = []
-    for i, unit in enumerate(units):
+    for i, unit_params in enumerate(params):
         budget = stack.prefetch_bucket_params
         if stack.max_live_params > 0:
-            budget = min(budget, stack.max_live_params - unit.params)
+            budget = min(budget, stack.max_live_params - unit_params)
         last = bisect_right(held, held[i + 1] + budget) - 2       # units i+1..last hold at most the budget
         window.append(min(max(last, i + 1), n - 1))
     return window
@@ -137,82 +141,75 @@ class ChunkWork:
 def sharded_extra_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comm: CommModel,
                     placement: Placement, stack: StackProfile, param_bytes: float, grad_bytes: float,
                     slowdown: float) -> tuple[float, float]:
-    """Extra (forward, backward) seconds of one chunk's passes from ZeRO-2/3 traffic, for one micro-batch."""
+    """Extra (forward, backward) seconds of one chunk's passes from ZeRO-2/3 traffic, for one micro-batch.
+
+    The chunk's layers are alike: one layer's units are priced once and repeated."""
     if plan.zero < 2 or plan.data <= 1:
         return 0.0, 0.0
     gather = plan.zero >= 3
     groups = {"data": placement.data, "expert_data": placement.expert_data}
     per_tensor = stack.sharded_gather == "per-tensor"
+    each_unit = not per_tensor or stack.reduce_bucket_params <= 0     # a reduce-scatter after every unit
 
-    collective = _collective(per_tensor, groups)
+    def priced(units: list[tuple[float, float, list[Tensor]]]) -> list[tuple]:
+        """(forward s, backward s, gather s, reduce-scatter s after it, parameters, tensors) of each unit."""
+        return [(f, b, _collective_s(comm.all_gather_s, xs, param_bytes, per_tensor, groups) if gather else 0.0,
+                 _collective_s(comm.reduce_scatter_s, xs, grad_bytes, per_tensor, groups) if each_unit else 0.0,
+                 sum(x.params for x in xs), xs) for f, b, xs in units]
 
-    # Units in forward order: [embedding], the layers' blocks or tensors, [head].
+    first, layer, last = _pass_units(work, model, plan, stack)
+    units = priced(first) + priced(layer) * work.layers + priced(last)
+    fwd, bwd, gathers, reduces, params, tensors = zip(*units)
+    regather = 2.0 if (stack.regather_under_recompute and plan.recompute == "full") else 1.0
+    reduces = reduces[::-1] if each_unit else _bucket_reduce_scatters(tensors[::-1], comm, groups, grad_bytes, stack)
+
+    fwd_compute, bwd_compute = sum(fwd), sum(bwd[::-1])
+    forward_s = (pass_s(fwd, gathers, [0.0] * len(units), prefetch_window(params, stack), False, slowdown)
+                 if gather else fwd_compute)
+    post = not per_tensor and stack.backward_prefetch == "post"
+    backward_s = pass_s(bwd[::-1], [regather * g for g in gathers[::-1]], reduces,
+                        prefetch_window(params[::-1], stack), post, slowdown)
+    return forward_s - fwd_compute, backward_s - bwd_compute
+
+
+def _pass_units(work: ChunkWork, model: ModelSpec, plan: ParallelPlan,
+                stack: StackProfile) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """A chunk's units as (forward s, backward s, tensors gathered): the embedding's (or none), one layer's
+    (its block, or its tensors above the persistence threshold), the head's (or none)."""
     tensors = layer_tensors(model, plan)
-    if per_tensor:
+    if stack.sharded_gather == "per-tensor":
         gathered = [x for x in tensors if x.params > stack.persistence_threshold_params]
         total = sum(x.params for x in gathered) or 1.0
         layer_units = [(x.params / total, [x]) for x in gathered] or [(1.0, [])]
     else:
         layer_units = [(1.0, tensors)]
-    plan_units: list[tuple[float, float, list[Tensor]]] = []        # (forward s, backward s, tensors)
+    first, last = [], []
     if work.embedding_forward_s or work.embedding_params:
-        plan_units.append((work.embedding_forward_s, 2 * work.embedding_forward_s,
-                           [Tensor(work.embedding_params, "data")] if work.embedding_params else []))
-    for _ in range(work.layers):
-        for share, xs in layer_units:
-            plan_units.append((share * work.layer_forward_s, share * work.layer_backward_s, xs))
+        first.append((work.embedding_forward_s, 2 * work.embedding_forward_s,
+                      [Tensor(work.embedding_params, "data")] if work.embedding_params else []))
     if work.head_forward_s or work.head_params:
-        plan_units.append((work.head_forward_s, 2 * work.head_forward_s,
-                           [Tensor(work.head_params, "data")] if work.head_params else []))
-
-    gathers = [collective(comm.all_gather_s, xs, param_bytes) if gather else 0.0 for _, _, xs in plan_units]
-    held: dict[int, float] = {}
-    params = [held[id(xs)] if id(xs) in held else held.setdefault(id(xs), sum(x.params for x in xs))
-              for _, _, xs in plan_units]
-    regather = 2.0 if (stack.regather_under_recompute and plan.recompute == "full") else 1.0
-
-    forward = [PassUnit(c, g, 0.0, p) for (c, _, _), g, p in zip(plan_units, gathers, params)]
-    backward_units = list(reversed(list(zip(plan_units, gathers, params))))
-    reduces = _reduce_scatters([xs for (_, _, xs), _, _ in backward_units], comm, groups, grad_bytes,
-                               collective, stack)
-    backward = [PassUnit(b, regather * g, r, p) for ((_, b, _), g, p), r in zip(backward_units, reduces)]
-
-    fwd_compute = sum(u.compute_s for u in forward)
-    bwd_compute = sum(u.compute_s for u in backward)
-    forward_s = pass_s(forward, prefetch_window(forward, stack), False, slowdown) if gather else fwd_compute
-    post = stack.sharded_gather == "per-block" and stack.backward_prefetch == "post"
-    backward_s = pass_s(backward, prefetch_window(backward, stack), post, slowdown)
-    return forward_s - fwd_compute, backward_s - bwd_compute
+        last.append((work.head_forward_s, 2 * work.head_forward_s,
+                     [Tensor(work.head_params, "data")] if work.head_params else []))
+    layer = [(share * work.layer_forward_s, share * work.layer_backward_s, xs) for share, xs in layer_units]
+    return first, layer, last
 
 
-def _collective(per_tensor: bool, groups: dict[str, GroupShape]):
-    """``collective(op, tensors, bytes_per)``: one collective per tensor (per-tensor) or one flat collective per
-    group (per-block); a chunk's layers hold the same tensor lists, so each list is priced once per op."""
-    seen: dict[tuple, float] = {}
-
-    def collective(op, tensors: list[Tensor], bytes_per: float) -> float:
-        key = (op, id(tensors), bytes_per)
-        found = seen.get(key)
-        if found is not None:
-            return found
-        if per_tensor:
-            found = sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
-        else:
-            by_group: dict[str, float] = {}
-            for x in tensors:
-                by_group[x.group] = by_group.get(x.group, 0.0) + x.params
-            found = sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
-        seen[key] = found
-        return found
-    return collective
+def _collective_s(op, tensors: list[Tensor], bytes_per: float, per_tensor: bool,
+                  groups: dict[str, GroupShape]) -> float:
+    """One collective ``op`` per tensor (per-tensor) or one flat collective per group (per-block) over
+    ``tensors`` of ``bytes_per`` bytes per parameter."""
+    if per_tensor:
+        return sum(op(x.params * bytes_per, groups[x.group]) for x in tensors)
+    by_group: dict[str, float] = {}
+    for x in tensors:
+        by_group[x.group] = by_group.get(x.group, 0.0) + x.params
+    return sum(op(params * bytes_per, groups[g]) for g, params in by_group.items())
 
 
-def _reduce_scatters(units: list[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],
-                     grad_bytes: float, collective, stack: StackProfile) -> list[float]:
-    """Reduce-scatter time issued after each backward unit: one per block, or one per full bucket
-    of tensors (a bucket per group; what is left is reduced after the last unit)."""
-    if stack.sharded_gather == "per-block" or stack.reduce_bucket_params <= 0:
-        return [collective(comm.reduce_scatter_s, xs, grad_bytes) for xs in units]
+def _bucket_reduce_scatters(units: Sequence[list[Tensor]], comm: CommModel, groups: dict[str, GroupShape],
+                            grad_bytes: float, stack: StackProfile) -> list[float]:
+    """Reduce-scatter time issued after each backward unit of tensors: one per full bucket (a bucket per
+    group; what is left is reduced after the last unit)."""
     out, bucket = [], dict.fromkeys(groups, 0.0)
     for i, xs in enumerate(units):
         for x in xs:

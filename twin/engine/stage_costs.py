@@ -313,28 +313,39 @@ def _chunks(model: ModelSpec, plan: ParallelPlan, comm: CommModel, placement: Pl
             slowdown: float, latency_split: bool = True) -> list[ChunkCost]:
     """Every chunk's cost from one layer's (fwd, bwd, fwd comm, bwd comm, fwd launch, bwd launch), the
     (head forward, head backward, embedding forward) of the end stages and the ZeRO-2/3 unit bytes
-    (``latency_split``: as ``step_costs``'s)."""
+    (``latency_split``: as ``step_costs``'s). A chunk's cost depends only on its layers and whether it is
+    the first or the last: chunks alike are priced once and share one ``ChunkCost``."""
+    layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
+    comms = (comm, comm.bandwidth_only() if latency_split else None)
+    alike: dict[tuple[int, bool, bool], ChunkCost] = {}
+    chunks = []
+    for i, n in enumerate(layers):
+        shape = (n, i == 0, i == len(layers) - 1)
+        cost = alike.get(shape)
+        if cost is None:
+            cost = alike[shape] = _chunk_cost(*shape, model, plan, comms, placement, stack, layer, ends, unit,
+                                              slowdown)
+        chunks.append(cost)
+    return chunks
+
+
+def _chunk_cost(n: int, first: bool, last: bool, model: ModelSpec, plan: ParallelPlan,
+                comms: tuple[CommModel, CommModel | None], placement: Placement, stack: StackProfile,
+                layer: tuple[float, ...], ends: tuple[float, ...], unit: tuple[float, float],
+                slowdown: float) -> ChunkCost:
+    """One chunk of ``n`` layers (with the embedding when ``first``, the head when ``last``), as ``_chunks``'s."""
     fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b = layer
     head_fwd, head_bwd, embed_fwd = ends
     t = plan.tensor
-    layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
-    chunks = []
-    sharded: dict[ChunkWork, tuple[float, float, float, float]] = {}      # chunks alike priced once
-    bytes_only = comm.bandwidth_only() if latency_split else None
-    for i, n in enumerate(layers):
-        first, last = i == 0, i == len(layers) - 1
-        fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
-        bwd = n * (bwd_l + bcomm_l + launch_b) + (2 * embed_fwd if first else 0.0) + (head_bwd if last else 0.0)
-        work = ChunkWork(n, fwd_l + fcomm_l + launch_f, bwd_l + bcomm_l + launch_b,
-                         embed_fwd if first else 0.0, head_fwd if last else 0.0,
-                         model.embedding_params / t if first else 0.0,
-                         model.head_params / t if last else 0.0)
-        if work not in sharded:
-            sharded[work] = _sharded_s(work, model, plan, (comm, bytes_only), placement, stack, unit, slowdown)
-        dp_fwd, dp_bwd, lat_fwd, lat_bwd = sharded[work]
-        chunks.append(ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b,
-                                dp_fwd, dp_bwd, lat_fwd, lat_bwd))
-    return chunks
+    fwd = n * (fwd_l + fcomm_l + launch_f) + (embed_fwd if first else 0.0) + (head_fwd if last else 0.0)
+    bwd = n * (bwd_l + bcomm_l + launch_b) + (2 * embed_fwd if first else 0.0) + (head_bwd if last else 0.0)
+    work = ChunkWork(n, fwd_l + fcomm_l + launch_f, bwd_l + bcomm_l + launch_b,
+                     embed_fwd if first else 0.0, head_fwd if last else 0.0,
+                     model.embedding_params / t if first else 0.0,
+                     model.head_params / t if last else 0.0)
+    dp_fwd, dp_bwd, lat_fwd, lat_bwd = _sharded_s(work, model, plan, comms, placement, stack, unit, slowdown)
+    return ChunkCost(fwd, bwd, n * fcomm_l, n * bcomm_l, n, n * launch_f, n * launch_b, dp_fwd, dp_bwd,
+                     lat_fwd, lat_bwd)
 
 
 def _sharded_s(work: ChunkWork, model: ModelSpec, plan: ParallelPlan, comms: tuple[CommModel, CommModel | None],

@@ -89,28 +89,35 @@ def sends_per_microbatch(plan: ParallelPlan) -> int:
 
 
 def stage_microbatch_s(costs: StepCosts, plan: ParallelPlan) -> list[StageMicrobatch]:
-    """Per stage: its work for one micro-batch."""
+    """Per stage: its work for one micro-batch. Stages whose chunks are the same ``ChunkCost`` objects (chunks
+    alike share one, ``stage_costs._chunks``) share one row."""
     rows = []
+    alike: dict[tuple[int, ...], StageMicrobatch] = {}
     sends = sends_per_microbatch(plan)
     for stage in range(plan.pipeline):
         chunks = costs.stage_chunks(stage, plan.pipeline)
-        rows.append(StageMicrobatch(
-            forward_s=sum(c.forward_s for c in chunks),
-            backward_s=sum(c.backward_s for c in chunks),
-            comm_s=sum(c.forward_comm_s + c.backward_comm_s for c in chunks),
-            launch_s=sum(c.forward_launch_s + c.backward_launch_s for c in chunks),
-            sharded_s=sum(c.forward_dp_s + c.backward_dp_s for c in chunks),
-            sharded_latency_s=sum(c.forward_dp_latency_s + c.backward_dp_latency_s for c in chunks),
-            sends_s=sends * costs.p2p_s))
+        key = tuple(map(id, chunks))
+        row = alike.get(key)
+        if row is None:
+            row = alike[key] = StageMicrobatch(
+                forward_s=sum(c.forward_s for c in chunks),
+                backward_s=sum(c.backward_s for c in chunks),
+                comm_s=sum(c.forward_comm_s + c.backward_comm_s for c in chunks),
+                launch_s=sum(c.forward_launch_s + c.backward_launch_s for c in chunks),
+                sharded_s=sum(c.forward_dp_s + c.backward_dp_s for c in chunks),
+                sharded_latency_s=sum(c.forward_dp_latency_s + c.backward_dp_latency_s for c in chunks),
+                sends_s=sends * costs.p2p_s)
+        rows.append(row)
     return rows
 
 
 def step_time(costs: StepCosts, plan: ParallelPlan) -> StepBreakdown:
     m = plan.microbatches
     rows = stage_microbatch_s(costs, plan)
-    busiest = max(range(plan.pipeline), key=lambda i: rows[i].total_s)
+    totals = [r.total_s for r in rows]
+    busiest = max(range(plan.pipeline), key=totals.__getitem__)
     row = rows[busiest]
-    fill_drain = sum(r.total_s for r in rows) - row.total_s
+    fill_drain = sum(totals) - row.total_s
     if plan.schedule == "interleaved":
         fill_drain /= plan.virtual_stages
     pipeline_s = m * row.total_s + fill_drain

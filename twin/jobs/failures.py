@@ -58,6 +58,8 @@ class FailureProfile:
     components: tuple[Component, ...]
     # mtbf_s by (gpus, nodes): a cluster's scheduler asks it for every job it sizes a checkpoint for
     _mtbf_s: dict[tuple[int, int], float] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # shares by (gpus, nodes): a Monte Carlo asks them for each of its samples
+    _shares: dict[tuple[int, int], tuple] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def job_rates_per_s(self, gpus: int, nodes: int) -> tuple[float, ...]:
         """Failure rate of each component for a job of ``gpus`` GPUs on ``nodes`` nodes (per second)."""
@@ -66,10 +68,16 @@ class FailureProfile:
 
     def shares(self, gpus: int, nodes: int) -> tuple[float, np.ndarray]:
         """(summed failure rate per second, each component's cumulative share of it) for ``gpus`` GPUs on
-        ``nodes`` nodes: what a failure's time and component are drawn from (``drawn_component``)."""
-        rates = np.array(self.job_rates_per_s(gpus, nodes))
-        total = float(rates.sum())
-        return total, (np.cumsum(rates) / total if total > 0 else rates)
+        ``nodes`` nodes: what a failure's time and component are drawn from (``drawn_component``). The shares
+        are worked out once and shared: read-only."""
+        found = self._shares.get((gpus, nodes))
+        if found is None:
+            rates = np.array(self.job_rates_per_s(gpus, nodes))
+            total = float(rates.sum())
+            cumulative = np.cumsum(rates) / total if total > 0 else rates
+            cumulative.flags.writeable = False
+            found = self._shares[(gpus, nodes)] = (total, cumulative)
+        return found
 
     def mtbf_s(self, gpus: int, nodes: int) -> float:
         """Mean time between failures of the job (inf without failures)."""

@@ -124,14 +124,14 @@ def interruption(elapsed_s: float, cycle: CheckpointCycle,
     Carlo's event loop reads them without building the record."""
     if checkpoints == 0:                   # one stretch of training (a cycle may be endless)
         return 0, False, elapsed_s, 0, 0.0
-    cycle_s = cycle.cycle_s
+    train_s, stall_s, lag = cycle.train_s, cycle.checkpoint_s, cycle.durable_lag_s
+    cycle_s = train_s + stall_s            # cycle.cycle_s: the Monte Carlo asks at every failure
     n = min(checkpoints, int(elapsed_s // cycle_s))
     r = elapsed_s - n * cycle_s
-    in_ckpt = not (n >= checkpoints or r < cycle.train_s)
-    trained_s = (n + 1) * cycle.train_s if in_ckpt else n * cycle.train_s + r
-    lag = cycle.durable_lag_s
+    in_ckpt = not (n >= checkpoints or r < train_s)
+    trained_s = (n + 1) * train_s if in_ckpt else n * train_s + r
     saved = min(checkpoints, int((elapsed_s - lag) // cycle_s)) if elapsed_s >= lag else 0
-    checkpoint_s = n * cycle.checkpoint_s + (r - cycle.train_s if in_ckpt else 0.0)
+    checkpoint_s = n * stall_s + (r - train_s if in_ckpt else 0.0)
     return n, in_ckpt, trained_s, saved, checkpoint_s
 
 

@@ -81,9 +81,13 @@ class CommModel:
 
     def bandwidth_only(self) -> "CommModel":
         """This model on the same fabric with every collective's latency set to zero: what its bytes alone
-        cost, so that a step can show how much of its communication is NCCL's latency."""
-        model = CommModel(self.cluster, self.efficiency, self.placement, self.graph, latency=False)
-        model._cache["fabric"] = self.fabric
+        cost, so that a step can show how much of its communication is NCCL's latency. One per model: the
+        plans placed alike price their bytes-only collectives on it once."""
+        model = self._cache.get("bandwidth_only")
+        if model is None:
+            model = CommModel(self.cluster, self.efficiency, self.placement, self.graph, latency=False)
+            model._cache["fabric"] = self.fabric
+            self._cache["bandwidth_only"] = model
         return model
 
     @property

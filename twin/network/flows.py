@@ -39,15 +39,20 @@ def max_min_rates(coflow: np.ndarray, link: np.ndarray, load: np.ndarray, capaci
     touched[coflow] = True
     rate[~touched] = np.inf
     frozen |= ~touched
-    crossed = np.flatnonzero(np.bincount(link, minlength=len(capacity)))   # only the links crossed take part,
-    dense = np.zeros(len(capacity), dtype=np.int64)                         # numbered in their order
+    on_path = np.zeros(len(capacity), dtype=bool)                          # only the links crossed take part,
+    on_path[link] = True                                                    # numbered in their order
+    crossed = np.flatnonzero(on_path)
+    dense = np.zeros(len(capacity), dtype=np.int64)
     dense[crossed] = np.arange(len(crossed))
     link = dense[link]
     capacity = capacity[crossed].astype(float)
     spare = capacity.copy()
     while not frozen.all():
         active = ~frozen[coflow]
-        demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
+        if active.all():                  # the first round, often the only one: every flow counts, as it is
+            demand = np.bincount(link, weights=load, minlength=len(capacity))
+        else:
+            demand = np.bincount(link[active], weights=load[active], minlength=len(capacity))
         used = demand > 0
         if not used.any():
             rate[~frozen] = np.inf

@@ -8,11 +8,27 @@ sources; the serialiser and the JSON helpers); ``training``, ``serving`` (servin
 (kWh, kg, EUR, TFLOP/s). Study records (plan search, sweep, fit) live in ``twin.studies.records``.
 """
 
+from typing import Any
+
 from twin.results.core import LIST_SEPARATOR, SCHEMA_VERSION, Layout, Record, Result, finite, flatten, plain, serialise
-from twin.results.operations import CarbonAware, OperationsResult, operations_record
 from twin.results.power import power_record
-from twin.results.serving import CapacityResult, ServingResult, capacity_record, serving_record
 from twin.results.training import PlanEstimate, TrainingResult, finetune_record, training_record
+
+# The serving and operations records (and the engines they import) load when first asked for, so that a
+# training run or a plan search does not import them (PEP 562 module __getattr__).
+_OPERATIONS = ("CarbonAware", "OperationsResult", "operations_record")
+_SERVING = ("CapacityResult", "ServingResult", "capacity_record", "serving_record")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OPERATIONS:
+        from twin.results import operations as module
+    elif name in _SERVING:
+        from twin.results import serving as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
+
 
 __all__ = [
     "LIST_SEPARATOR", "SCHEMA_VERSION", "CapacityResult", "CarbonAware", "Layout", "OperationsResult", "PlanEstimate",

@@ -256,23 +256,24 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
     points = list(space.points()) if space is not None else []
     options = [(p.values, with_overrides(data, p.values)) for p in points] or [({}, data)]
 
-    tally, start = _Tally(), time.perf_counter()
-    kept, errors = _search_options(options, source, bounds, tally, max_plans)
-    seconds = time.perf_counter() - start
-    valued = [p for p in kept if objective_of(p.estimate, objective) is not None]
-    if kept and not valued:
-        raise ScenarioError("--objective", f"{objective} needs a price: the site has no electricity price; set "
-                            "site.electricity_price (and site.gpu_hour_price for rental)")
-    valued.sort(key=lambda p: objective_of(p.estimate, objective))
-    count = max(top, MIN_REFINED) if refine is None else refine
-    refined = [_played(data, p, source) for p in valued[:count]]
-    refined = [p for p in refined if all(c.met(p.result) for c in bounds)]
-    refined.sort(key=lambda p: objective_of(p.result, objective))
-    best = (refined + valued[count:])[:top]
-    if count and len(refined) < min(count, len(valued)):
-        notes.append(f"{min(count, len(valued)) - len(refined)} of the top plans met the constraints in closed form "
-                     "but not once failures were simulated")
-    baseline = _baseline(data, source)
+    with collector.paused():           # its memos, plans and samples live on to its end (twin/collector.py)
+        tally, start = _Tally(), time.perf_counter()
+        kept, errors = _search_options(options, source, bounds, tally, max_plans)
+        seconds = time.perf_counter() - start
+        valued = [p for p in kept if objective_of(p.estimate, objective) is not None]
+        if kept and not valued:
+            raise ScenarioError("--objective", f"{objective} needs a price: the site has no electricity price; set "
+                                "site.electricity_price (and site.gpu_hour_price for rental)")
+        valued.sort(key=lambda p: objective_of(p.estimate, objective))
+        count = max(top, MIN_REFINED) if refine is None else refine
+        refined = [_played(data, p, source) for p in valued[:count]]
+        refined = [p for p in refined if all(c.met(p.result) for c in bounds)]
+        refined.sort(key=lambda p: objective_of(p.result, objective))
+        best = (refined + valued[count:])[:top]
+        if count and len(refined) < min(count, len(valued)):
+            notes.append(f"{min(count, len(valued)) - len(refined)} of the top plans met the constraints in closed "
+                         "form but not once failures were simulated")
+        baseline = _baseline(data, source)
     return PlanSearch(
         scenario=str(data.get("name", "unnamed scenario")), objective=objective,
         constraints=tuple(c.text for c in bounds), options=len(options), option_errors=tuple(errors),
@@ -292,8 +293,7 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
         try:
             scenario = parse_scenario(option_data, source)
             if scenario.training is None:
-                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has "
-                                    "none")
+                raise ScenarioError("training", "plan searches training (and fine-tuning) scenarios; this one has none")
             prepared = prepare(scenario)
         except ScenarioError as exc:
             if not values:

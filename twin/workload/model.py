@@ -10,6 +10,7 @@ recomputation; hardware FLOPs include it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from twin import catalog
 from twin.options import Activation, Norm, Position
@@ -17,6 +18,8 @@ from twin.options import Activation, Norm, Position
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A transformer's shape. Its counts are worked out once per model (``cached_property``): a search
+    asks them for every plan."""
     name: str
     layers: int
     hidden: int
@@ -32,11 +35,11 @@ class ModelSpec:
     source: str = ""
     position: Position = "learned"  # how positions enter (rope rotates q and k in every layer)
 
-    @property
+    @cached_property
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
-    @property
+    @cached_property
     def kv_dim(self) -> int:
         """Width of K (and of V): kv_heads · head_dim (GQA/MQA make it narrower than hidden)."""
         return self.kv_heads * self.head_dim
@@ -51,54 +54,54 @@ class ModelSpec:
         return self.experts > 1
 
     # -- parameters ------------------------------------------------------------------
-    @property
+    @cached_property
     def attention_params_per_layer(self) -> int:
         """Q, K, V and output projections."""
         return self.hidden * (self.hidden + 2 * self.kv_dim) + self.hidden * self.hidden
 
-    @property
+    @cached_property
     def ffn_params_per_expert(self) -> int:
         return self.ffn_matrices * self.hidden * self.ffn_hidden
 
-    @property
+    @cached_property
     def norm_params_per_layer(self) -> int:
         """Two norms per layer; LayerNorm has a bias as well as a scale."""
         return 2 * self.hidden * (2 if self.norm == "layernorm" else 1)
 
-    @property
+    @cached_property
     def final_norm_params(self) -> int:
         """The norm after the last layer."""
         return self.hidden * (2 if self.norm == "layernorm" else 1)
 
-    @property
+    @cached_property
     def router_params_per_layer(self) -> int:
         return self.hidden * self.experts if self.is_moe else 0
 
-    @property
+    @cached_property
     def dense_params_per_layer(self) -> int:
         """Parameters of a layer outside its experts (replicated across expert-parallel ranks)."""
         return self.attention_params_per_layer + self.norm_params_per_layer + self.router_params_per_layer
 
-    @property
+    @cached_property
     def expert_params_per_layer(self) -> int:
         return self.experts * self.ffn_params_per_expert
 
-    @property
+    @cached_property
     def embedding_params(self) -> int:
         return self.vocab * self.hidden
 
-    @property
+    @cached_property
     def head_params(self) -> int:
         """LM head: none of its own when tied to the input embedding."""
         return 0 if self.tied_embeddings else self.vocab * self.hidden
 
-    @property
+    @cached_property
     def params(self) -> int:
         """Total parameters (all experts)."""
         per_layer = self.dense_params_per_layer + self.expert_params_per_layer
         return self.layers * per_layer + self.embedding_params + self.head_params + self.final_norm_params
 
-    @property
+    @cached_property
     def active_params(self) -> int:
         """Parameters touched per token (top_k experts)."""
         per_layer = self.dense_params_per_layer + self.top_k * self.ffn_params_per_expert

@@ -161,6 +161,15 @@ def _check_model_split(par: PlanRequest, model: ModelSpec, gpus_per_node: int) -
     return "1f1b" if par.schedule == "interleaved" and v == 1 else par.schedule
 
 
+@lru_cache(maxsize=4096)
+def _auto_data_size(micro: int, most: int, expert: int, pipeline: int) -> int:
+    """``data: auto``: the largest size up to ``most`` that divides the ``micro`` micro-batches, is a multiple of
+    ``expert`` and leaves a multiple of ``pipeline`` micro-batches per replica (1: any); 0 when none does.
+    Only the divisors of ``micro`` are tried, largest first (a cluster of 16,384 GPUs offers thousands of sizes)."""
+    return next((d for d in reversed(_divisors(micro))
+                 if d <= most and d % expert == 0 and (micro // d) % pipeline == 0), 0)
+
+
 def _data_size(par: PlanRequest, cluster: ClusterSpec, global_batch: int) -> int:
     """The data-parallel size: the one asked for, checked against the GPUs and the batch, or for ``auto``
     the largest the rules of ``resolve_plan`` accept."""
@@ -172,9 +181,7 @@ def _data_size(par: PlanRequest, cluster: ClusterSpec, global_batch: int) -> int
     if global_batch % mb:
         raise InfeasibleError(f"{_WHERE}.microbatch", f"{mb} does not divide global_batch {global_batch}")
     if par.data is None:
-        micro = global_batch // mb
-        d = next((d for d in range(gpus // (t * p), 0, -1)
-                  if micro % d == 0 and d % ep == 0 and (v == 1 or (micro // d) % p == 0)), 0)
+        d = _auto_data_size(global_batch // mb, gpus // (t * p), ep, p if v > 1 else 1)
         if not d:
             rule = f" with a multiple of pipeline {p} micro-batches per replica" if v > 1 else ""
             raise InfeasibleError(f"{_WHERE}.data", f"no data-parallel size divides global_batch {global_batch} / "
