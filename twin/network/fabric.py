@@ -24,6 +24,7 @@ pools of the flows that cross it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -104,40 +105,25 @@ class Fabric:
         # up-links): the up and down bandwidth of every leaf, and of every pod's spines.
         self._pool: dict[tuple, int] = {}
         self._pod: dict[tuple, int | None] = {}
+        line_Bps, tiers, through_switch, uplinks = self._number_links(graph)
+        capacity = np.repeat(np.array(line_Bps, dtype=float) * _link_scale(tiers, through_switch, efficiency), 2)
         pools: dict[tuple, list[float]] = {}
-        scale, switched = _link_scales(efficiency)
-        tier_index = {t: i for i, t in enumerate(TIERS)}
         nodes = graph.nodes
-        capacity, tier = [], []
-        ids = self._id
-        for e, (u, v, data) in enumerate(_links(graph)):
-            ids[u, v] = 2 * e
-            ids[v, u] = 2 * e + 1
-            t = data["tier"]
-            cap = data["capacity_Bps"] * (switched if t == "pcie" and "pcie" in (u[0], v[0]) else scale[t])
-            capacity.append(cap)
-            capacity.append(cap)
-            tier.append(tier_index[t])
-            tier.append(tier_index[t])
-            if t == "nic":
-                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
-                self._leaf[nic] = leaf
-            elif t in ("leaf-spine", "spine-core"):
-                low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
-                if t == "leaf-spine":
-                    owner = low
-                    self._pod[low] = nodes[high].get("pod")
-                else:
-                    owner = nodes[low].get("pod")
-                for direction in ("up", "down"):
-                    pools.setdefault((owner, direction), [0.0, tier_index[t]])[0] += cap
+        for e, u, v, t in uplinks:
+            low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
+            if t == "leaf-spine":
+                owner = low
+                self._pod[low] = nodes[high].get("pod")
+            else:
+                owner = nodes[low].get("pod")
+            for direction in ("up", "down"):
+                pools.setdefault((owner, direction), [0.0, TIERS.index(t)])[0] += float(capacity[2 * e])
         self._first_pool = len(capacity)
-        for key, (cap, index) in pools.items():
-            self._pool[key] = len(capacity)
-            capacity.append(cap)
-            tier.append(index)
-        self.capacity_Bps = np.array(capacity, dtype=float)
-        self.tier = np.array(tier, dtype=np.int8)
+        for key, rid in zip(pools, range(len(capacity), len(capacity) + len(pools))):
+            self._pool[key] = rid
+        pool_capacity, pool_tier = [cap for cap, _ in pools.values()], [index for _, index in pools.values()]
+        self.capacity_Bps = np.concatenate([capacity, np.array(pool_capacity, dtype=float)])
+        self.tier = np.concatenate([np.repeat(tiers, 2), np.array(pool_tier, dtype=np.int8)])
         self._intra: dict[tuple, list] = {}
         self._part: dict[tuple, tuple] = {}           # vertex → its node's part (``_node_part``)
         self._chains: dict[int, list] = {}            # coded pair of local ends → template edges (``_chain``)
@@ -149,6 +135,31 @@ class Fabric:
         # Results derived from this fabric alone (collective phases and their rates, keyed by
         # the groups' members), filled by network.collectives and shared by its CommModels.
         self.memo: dict[tuple, object] = {}
+
+    def _number_links(self, graph: nx.Graph) -> tuple[list[float], np.ndarray, list[int], list[tuple]]:
+        """Number the graph's links in its order (link ``e`` is ids ``2e`` as listed and ``2e + 1`` reversed) and
+        find each NIC's leaf: (each link's line rate, its tier's index in ``TIERS``, the links through a PCIe
+        switch, the (link, u, v, tier) of the switch tiers)."""
+        ids, leaf_of = self._id, self._leaf
+        tier_index = {t: i for i, t in enumerate(TIERS)}
+        line_Bps, tiers, through_switch, uplinks = [], [], [], []
+        for e, (u, v, data) in enumerate(_links(graph)):
+            ids[u, v] = 2 * e
+            ids[v, u] = 2 * e + 1
+            t = data["tier"]
+            line_Bps.append(data["capacity_Bps"])
+            tiers.append(tier_index[t])
+            if t == "nic":
+                if u[0] == "nic":
+                    leaf_of[u] = v
+                else:
+                    leaf_of[v] = u
+            elif t == "pcie":
+                if u[0] == "pcie" or v[0] == "pcie":
+                    through_switch.append(e)
+            elif t == "leaf-spine" or t == "spine-core":
+                uplinks.append((e, u, v, t))
+        return line_Bps, np.array(tiers, dtype=np.int8), through_switch, uplinks
 
     # -- switch-tier pools ----------------------------------------------------------------
     def pool_owners(self) -> dict[int, tuple]:
@@ -449,13 +460,25 @@ def _link_scales(efficiency: Efficiency | None) -> tuple[dict[str, float], float
             efficiency.pcie)
 
 
-def _links(graph: nx.Graph):
-    """The graph's links with their data, in its order, through a view of their own: the view networkx keeps on
-    the graph would hold the graph in a reference cycle, which only the cyclic collector frees
-    (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
-    from networkx.classes.reportviews import EdgeView
+def _link_scale(tiers: np.ndarray, through_switch: list[int], efficiency: Efficiency | None) -> np.ndarray:
+    """Each link's efficiency (``_link_scales``) from its tier's index, the links through a PCIe switch apart."""
+    scale, switched = _link_scales(efficiency)
+    factor = np.array([scale[t] for t in TIERS], dtype=float)[tiers]
+    factor[through_switch] = switched
+    return factor
 
-    return EdgeView(graph)(data=True)
+
+def _links(graph: nx.Graph) -> Iterator[tuple]:
+    """The graph's links (u, v, data) in its order (``graph.edges(data=True)``'s: each vertex's links to those
+    not listed before it), read from its adjacency: the edge view networkx keeps on the graph would hold the
+    graph in a reference cycle, which only the cyclic collector frees (twin/collector.py); without it a graph
+    the fabric cache lets go of is freed at once."""
+    listed = set()
+    for u, around in graph.adjacency():
+        for v, data in around.items():
+            if v not in listed:
+                yield u, v, data
+        listed.add(u)
 
 
 def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:
