@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -46,21 +47,29 @@ NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
 _TEMPLATES: dict[tuple, dict[tuple, list]] = {}
 
 
+@dataclass(frozen=True)
+class _Node:
+    """A catalog node as its part of a fabric sees it: equal for node types of one shape
+    (``topology.node_shape``), whose clusters of one size share a graph and its compiled links."""
+    shape: tuple
+    name: str = field(compare=False)      # the node type the graph is built from: any of the shape's
+
+
 @lru_cache(maxsize=4)      # a 16,384-GPU graph holds ~40k vertices: keep a few
-def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
+def _cached_graph(node: _Node, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
                   oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
     from twin.hardware.specs import node_spec
 
     with collector.paused():           # its vertices and links all live on (twin/collector.py)
-        return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
+        return topology.build(node_spec(node.name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
                               storage_write_Bps)
 
 
 def _graph_key(cluster: ClusterSpec) -> tuple:
     """What the topology graph of a cluster depends on."""
     f = cluster.fabric
-    return (cluster.node.name, cluster.nodes, f.topology, f.link_Bps, f.nodes_per_su, f.oversubscription,
-            cluster.storage.write_Bps)
+    return (_Node(topology.node_shape(cluster.node), cluster.node.name), cluster.nodes, f.topology, f.link_Bps,
+            f.nodes_per_su, f.oversubscription, cluster.storage.write_Bps)
 
 
 def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
@@ -69,10 +78,16 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
 
 
 @lru_cache(maxsize=4)
-def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
+def _compiled(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
+    """The compiled links and routes of a graph, shared by the node types built alike."""
     graph = _cached_graph(*graph_key)
     with collector.paused():           # its link tables all live on (twin/collector.py)
-        return Fabric(graph, efficiency, node_kind=(graph_key[0], efficiency))
+        return Fabric(graph, efficiency)
+
+
+@lru_cache(maxsize=4)
+def _cached_fabric(graph_key: tuple, node_name: str, efficiency: Efficiency) -> "Fabric":
+    return _compiled(graph_key, efficiency).alike((node_name, efficiency))
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
@@ -81,9 +96,10 @@ def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
     Built once per distinct (cluster, efficiencies) and shared, with
     its routing tables and the collective rates memoised on it (``Fabric.memo``), by
     every ``CommModel`` of that cluster: a plan search prices many plans on one fabric.
-    Do not mutate it.
+    Clusters of node types built alike (``topology.node_shape``) share its graph, links
+    and routes, each with its own memo. Do not mutate it.
     """
-    return _cached_fabric(_graph_key(cluster), efficiency)
+    return _cached_fabric(_graph_key(cluster), cluster.node.name, efficiency)
 
 
 class Fabric:
@@ -166,6 +182,15 @@ class Fabric:
         """Resource id of every switch-tier pool → (owner, direction): the owner is a leaf vertex
         (its up-links to the spines) or a pod index (its spines' links to the core); direction up or down."""
         return {rid: key for key, rid in self._pool.items()}
+
+    def alike(self, node_kind: tuple) -> "Fabric":
+        """This fabric (its graph, links and the routes found on it) for nodes of kind ``node_kind`` built alike
+        (``topology.node_shape``), with a memo of its own: collectives may depend on more of a node than its
+        links (its GPU, its CPU)."""
+        fabric = copy.copy(self)
+        fabric.node_kind = node_kind
+        fabric.memo = {}
+        return fabric
 
     def scaled_pools(self, share: float) -> "Fabric":
         """This fabric with every switch-tier pool at ``share`` of its capacity: what one job's traffic

@@ -47,6 +47,7 @@ from twin.api import (
 )
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
+from twin.hardware.topology import node_shape
 from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
                           recompute_levels)
 from twin.power.pricing import owned_nodes
@@ -448,14 +449,24 @@ def _cost(row: FitRow, country: str) -> tuple[bool, float]:
     return pw.hour_price is None, total if total is not None else pw.energy_facility_kwh
 
 
+def _by_fabric(options: list[FitOption]) -> list[int]:
+    """The order ``options`` are searched in: at each GPU count the node types built alike (``topology.node_shape``)
+    one after the other, as their clusters share one fabric while it is cached (``network.fabric.cluster_fabric``);
+    otherwise as listed, so the methods of one cluster follow each other and share its collectives."""
+    shapes: dict[tuple, int] = {}
+    group = {name: shapes.setdefault(node_shape(node_spec(name)), len(shapes))
+             for name in dict.fromkeys(option.node for option in options)}
+    return sorted(range(len(options)), key=lambda i: (group[options[i].node], options[i].gpus))
+
+
 def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time") -> FitReport:
     """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
-    rows, last, sized = [], None, {}
-    for option in options:             # the methods of one cluster follow each other: they share its collectives
-        last = prepare(variant(scenario, option), last)
-        rows.append(best_plan(scenario, option, prepared=last, sized=sized))
+    rows, last, sized = [None] * len(options), None, {}
+    for i in _by_fabric(options):
+        last = prepare(variant(scenario, options[i]), last)
+        rows[i] = best_plan(scenario, options[i], prepared=last, sized=sized)
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
     if fits:
