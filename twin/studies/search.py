@@ -57,6 +57,7 @@ from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space,
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
 from twin.workload.model import ModelSpec
+from twin.workload.plan import ParallelPlan
 
 
 # The columns of a sweep's table its Pareto front is drawn over (all minimised), by workload:
@@ -423,7 +424,7 @@ def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
     those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
     passes, by_shape = [], {}
     for _, request, planned in plans:
-        shape = replace(planned[0], zero=0)
+        shape = _but_zero(planned[0])
         floor = by_shape.get(shape)
         if floor is None:
             floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
@@ -439,6 +440,11 @@ def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
         if step_s < best_s or (step_s == best_s and i < best):
             best, best_s = i, step_s
     return best
+
+
+def _but_zero(plan: ParallelPlan) -> tuple:
+    """The plan's settings but its ZeRO stage: what its ``plan_passes_floor_s`` depends on of it."""
+    return tuple(value for name, value in vars(plan).items() if name != "zero")
 
 
 def _cost(row: FitRow, country: str) -> tuple[bool, float]:
