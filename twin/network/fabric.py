@@ -146,8 +146,7 @@ class Fabric:
         self._nic: dict[tuple, tuple] = {}
         self._ends: dict[tuple, tuple] = {}
         self._edge_arrays: dict[tuple, np.ndarray] = {}
-        self._ends_arrays: tuple | None = None
-        self._leaf_pools: tuple | None = None
+        self._tables: dict[str, tuple] = {}           # "ends" (``_rank_ends``), "leaf pools" (``_leaf_arrays``)
         # Results derived from this fabric alone (collective phases and their rates, keyed by
         # the groups' members), filled by network.collectives and shared by its CommModels.
         self.memo: dict[tuple, object] = {}
@@ -184,9 +183,9 @@ class Fabric:
         return {rid: key for key, rid in self._pool.items()}
 
     def alike(self, node_kind: tuple) -> "Fabric":
-        """This fabric (its graph, links and the routes found on it) for nodes of kind ``node_kind`` built alike
-        (``topology.node_shape``), with a memo of its own: collectives may depend on more of a node than its
-        links (its GPU, its CPU)."""
+        """This fabric (its graph, links and the routes and tables found on it, shared) for nodes of kind
+        ``node_kind`` built alike (``topology.node_shape``), with a memo of its own: collectives may depend on
+        more of a node than its links (its GPU, its CPU)."""
         fabric = copy.copy(self)
         fabric.node_kind = node_kind
         fabric.memo = {}
@@ -321,8 +320,9 @@ class Fabric:
 
     def _rank_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For every GPU: links up to its leaf and down from it (padded with -1), and its leaf index."""
-        if self._ends_arrays is not None:
-            return self._ends_arrays
+        found = self._tables.get("ends")
+        if found is not None:
+            return found
         gpn, nodes = self.gpus_per_node, self.nodes
         ups, downs, leaves = [], [], np.full(nodes * gpn, -1, dtype=np.int64)
         for local in range(gpn):
@@ -358,13 +358,14 @@ class Fabric:
         for (ranks, up), (_, down) in zip(ups, downs):
             up_all[ranks, :up.shape[1]] = up
             down_all[ranks, :down.shape[1]] = down
-        self._ends_arrays = (up_all, down_all, leaves)
-        return self._ends_arrays
+        found = self._tables["ends"] = (up_all, down_all, leaves)
+        return found
 
     def _leaf_arrays(self) -> tuple[np.ndarray, ...]:
         """Per leaf index: up pool, down pool, pod (-1: spines shared by all); per pod: up and down core pools."""
-        if self._leaf_pools is not None:
-            return self._leaf_pools
+        found = self._tables.get("leaf pools")
+        if found is not None:
+            return found
         count = 1 + max((v[1] for v in self.graph if v[0] == "leaf"), default=0)
         pods = 1 + max((p for p in self._pod.values() if p is not None), default=0)
         up, down, pod = (np.full(count, -1, dtype=np.int64) for _ in range(3))
@@ -376,8 +377,8 @@ class Fabric:
                 (pod_up if direction == "up" else pod_down)[owner] = rid
         for leaf, p in self._pod.items():
             pod[leaf[1]] = -1 if p is None else p
-        self._leaf_pools = (up, down, pod, pod_up, pod_down)
-        return self._leaf_pools
+        found = self._tables["leaf pools"] = (up, down, pod, pod_up, pod_down)
+        return found
 
     def route_many(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Routes of many flows at once, as (flow index, resource id) pairs.
