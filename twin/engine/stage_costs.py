@@ -198,11 +198,15 @@ def _passes(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: Comm
 
     ``memo``: answers kept for the plans priced with the same model, operator model, stack and method
     (one prepared scenario), by what they depend on: the layer's split (tensor, experts, sequence
-    parallelism), its micro-batch and sequence, the recomputation and where its groups are placed."""
+    parallelism), its micro-batch and sequence, the recomputation and where its tensor- and expert-parallel
+    groups are placed (``CommModel.groups_key``: plans of one tensor size that differ in pipeline or data
+    size place their tensor groups alike)."""
     key = None
     if memo is not None:
+        tensor = comm.groups_key(placement.tensor) if plan.tensor > 1 else None
+        expert = comm.groups_key(placement.expert) if model.is_moe and plan.expert > 1 else None
         key = ("passes", plan.tensor, plan.expert, plan.sequence_parallel, plan.microbatch, plan.seq_len,
-               plan.recompute, placement)
+               plan.recompute, tensor, expert)
         found = memo.get(key)
         if found is not None:
             return found

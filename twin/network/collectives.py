@@ -108,7 +108,7 @@ class CommModel:
             return self.placement.members(group.kind)
         return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
-    def _groups_key(self, group: GroupShape) -> tuple:
+    def groups_key(self, group: GroupShape) -> tuple:
         """What ``members(group)`` is a function of, on this fabric: the key of the memo (``_memo``). A
         placement's groups are keyed by their members themselves (kept on this model), so placements
         that put one kind of group on the same GPUs (tensor groups of one size, whatever the data and
@@ -131,7 +131,7 @@ class CommModel:
 
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
         """A phase's slowest-group rate; phases of one pattern on one set of groups are routed once per fabric."""
-        groups_key = self._groups_key(group)
+        groups_key = self.groups_key(group)
         key = ("rate", groups_key, phase.pattern, phase.intra_scale)
         memo = self._memo(groups_key)
         shared = memo.get(key) if phase.pattern else None
@@ -167,7 +167,7 @@ class CommModel:
         return float(rates.min()), reach
 
     def _phases(self, op: str, group: GroupShape, algorithm: str) -> list[PhaseRate] | None:
-        groups_key = self._groups_key(group)
+        groups_key = self.groups_key(group)
         key = (op, groups_key, algorithm, self.efficiency.nvlink / self.efficiency.nvls)
         memo = self._memo(groups_key)
         if key in memo:
@@ -204,7 +204,7 @@ class CommModel:
         found = self._cache.get(own)
         if found is not None:
             return found
-        groups_key = self._groups_key(group)
+        groups_key = self.groups_key(group)
         key = ("candidates", op, groups_key, algorithm, self.efficiency.nvlink / self.efficiency.nvls,
                self.protocols, self.net_overhead_s, self.latency)
         memo = self._memo(groups_key)
