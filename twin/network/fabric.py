@@ -1,26 +1,20 @@
 """The fabric graph compiled for routing: link ids, capacities, and paths between GPUs.
 
-Every undirected edge ``e`` of the topology graph becomes two directed links,
-``2e`` (as listed) and ``2e + 1`` (reverse), each with the edge's per-direction
-capacity. Paths follow the real hardware:
+Every undirected edge ``e`` of the topology graph becomes two directed links, ``2e`` (as listed) and ``2e + 1``
+(reverse), each with the edge's per-direction capacity. Paths follow the real hardware:
 
-- inside a node, the shortest path in the node's own subgraph (GPU → NVSwitch →
-  GPU; GPU → PCIe switch → host → PCIe switch → GPU on PCIe servers);
-- between nodes, GPU → its NIC (the rail it is paired with; the next live NIC of
-  the node when that one has lost its leaf) → its leaf → ... → the destination's
-  leaf → NIC → GPU.
+- inside a node, the shortest path in the node's own subgraph (GPU → NVSwitch → GPU; GPU → PCIe switch → host →
+  PCIe switch → GPU on PCIe servers);
+- between nodes, GPU → its NIC (the rail it is paired with; the next live NIC of the node when that one has lost
+  its leaf) → its leaf → ... → the destination's leaf → NIC → GPU.
 
-Above the leaves a route is not one chain of cables. The SuperPOD reference
-architecture runs InfiniBand adaptive routing, which spreads a leaf's traffic
-over all its up-links; the model therefore treats the up-links of a leaf (and
-the down-links into it) as one *pool* whose capacity is the sum of its cables,
-and likewise the core up-links of a pod's spines. A flow between two leaves
-crosses the source leaf's up pool and the destination leaf's down pool (plus
-both pods' core pools when it leaves its pod). Removing a cable or a switch
-shrinks the pools it belonged to; an oversubscribed tier shrinks exactly the
-pools of the flows that cross it.
+Above the leaves a route is not one chain of cables. The SuperPOD reference architecture runs InfiniBand adaptive
+routing, which spreads a leaf's traffic over all its up-links; the model therefore treats the up-links of a leaf
+(and the down-links into it) as one *pool* whose capacity is the sum of its cables, and likewise the core up-links
+of a pod's spines. A flow between two leaves crosses the source leaf's up pool and the destination leaf's down pool
+(plus both pods' core pools when it leaves its pod). Removing a cable or a switch shrinks the pools it belonged to;
+an oversubscribed tier shrinks exactly the pools of the flows that cross it.
 """
-
 from __future__ import annotations
 
 import copy
@@ -93,11 +87,10 @@ def _cached_fabric(graph_key: tuple, node_name: str, efficiency: Efficiency) -> 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
     """The compiled fabric of a cluster at the link efficiencies ``efficiency`` names.
 
-    Built once per distinct (cluster, efficiencies) and shared, with
-    its routing tables and the collective rates memoised on it (``Fabric.memo``), by
-    every ``CommModel`` of that cluster: a plan search prices many plans on one fabric.
-    Clusters of node types built alike (``topology.node_shape``) share its graph, links
-    and routes, each with its own memo. Do not mutate it.
+    Built once per distinct (cluster, efficiencies) and shared, with its routing tables and the collective rates
+    memoised on it (``Fabric.memo``), by every ``CommModel`` of that cluster: a plan search prices many plans on
+    one fabric. Clusters of node types built alike (``topology.node_shape``) share its graph, links and routes,
+    each with its own memo. Do not mutate it.
     """
     return _cached_fabric(_graph_key(cluster), cluster.node.name, efficiency)
 
@@ -135,8 +128,7 @@ class Fabric:
             for direction in ("up", "down"):
                 pools.setdefault((owner, direction), [0.0, TIERS.index(t)])[0] += float(capacity[2 * e])
         self._first_pool = len(capacity)
-        for key, rid in zip(pools, range(len(capacity), len(capacity) + len(pools))):
-            self._pool[key] = rid
+        self._pool.update(zip(pools, range(len(capacity), len(capacity) + len(pools))))
         pool_capacity, pool_tier = [cap for cap, _ in pools.values()], [index for _, index in pools.values()]
         self.capacity_Bps = np.concatenate([capacity, np.array(pool_capacity, dtype=float)])
         self.tier = np.concatenate([np.repeat(tiers, 2), np.array(pool_tier, dtype=np.int8)])
@@ -165,13 +157,10 @@ class Fabric:
             line_Bps.append(data["capacity_Bps"])
             tiers.append(tier_index[t])
             if t == "nic":
-                if u[0] == "nic":
-                    leaf_of[u] = v
-                else:
-                    leaf_of[v] = u
-            elif t == "pcie":
-                if u[0] == "pcie" or v[0] == "pcie":
-                    through_switch.append(e)
+                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
+                leaf_of[nic] = leaf
+            elif t == "pcie" and "pcie" in (u[0], v[0]):
+                through_switch.append(e)
             elif t == "leaf-spine" or t == "spine-core":
                 uplinks.append((e, u, v, t))
         return line_Bps, np.array(tiers, dtype=np.int8), through_switch, uplinks
@@ -475,22 +464,17 @@ class Fabric:
         return out
 
 
-def _link_scales(efficiency: Efficiency | None) -> tuple[dict[str, float], float]:
-    """(the efficiency of each tier's links, that of the links through a node's PCIe switches). Nodes without
-    NVLink send GPU-to-GPU traffic through their PCIe switches and host, bound by what the host delivers: the
-    ``pcie`` efficiency; a GPU's own PCIe link to its NIC keeps the intra-node one (``nvlink``)."""
-    if efficiency is None:
-        return {t: 1.0 for t in TIERS}, 1.0
-    intra, network = efficiency.nvlink, efficiency.network
-    return ({t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS},
-            efficiency.pcie)
-
-
 def _link_scale(tiers: np.ndarray, through_switch: list[int], efficiency: Efficiency | None) -> np.ndarray:
-    """Each link's efficiency (``_link_scales``) from its tier's index, the links through a PCIe switch apart."""
-    scale, switched = _link_scales(efficiency)
-    factor = np.array([scale[t] for t in TIERS], dtype=float)[tiers]
-    factor[through_switch] = switched
+    """Each link's efficiency from its tier's index (1 without efficiencies): ``nvlink`` inside a node, ``network``
+    on the NICs and switch tiers. Nodes without NVLink send GPU-to-GPU traffic through their PCIe switches and
+    host, bound by what the host delivers: the links through a PCIe switch take the ``pcie`` efficiency; a GPU's
+    own PCIe link to its NIC keeps the intra-node one."""
+    if efficiency is None:
+        return np.ones(len(tiers))
+    intra, network = efficiency.nvlink, efficiency.network
+    factor = np.array([intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS])
+    factor = factor[tiers]
+    factor[through_switch] = efficiency.pcie
     return factor
 
 
