@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from twin.api import load_scenario
-from twin.studies.search import fit
+from twin.studies.fit import fit
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "finetune-70b-qlora.yaml"

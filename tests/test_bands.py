@@ -212,7 +212,7 @@ def test_every_plan_of_a_search_carries_its_option_s_band():
 
 def test_every_option_that_fits_carries_its_band():
     from twin.bands import FIT_KEYS
-    from twin.studies.search import fit
+    from twin.studies.fit import fit
 
     scenario = parse_scenario(copy.deepcopy(BASE) | {"training": BASE["training"] | {"method": "lora"}})
     record = fit(scenario, max_gpus=1, nodes=["h100-pcie-1", "l40s-1"]).record()

@@ -174,7 +174,7 @@ def test_the_report_states_the_electricity_ratio_to_the_usa_and_the_parts():
 
 
 def test_fit_on_owned_hardware_searches_the_nodes_with_a_purchase_price():
-    from twin.studies.search import fit
+    from twin.studies.fit import fit
 
     owned = with_overrides(TRAINING, {"site.hardware_price": None, "cluster.node": "dgx-h100"})
     report = fit(parse_scenario(owned, "t"), "cost", max_gpus=1, nodes=["dgx-h100", "l4-8"])

@@ -7,8 +7,9 @@ import pytest
 from tests.test_cli import twin
 from twin.api import memory_of, parse_scenario, step_of
 from twin.errors import InfeasibleError
+from twin.studies.fit import best_plan, search, variant
+from twin.studies.plans import PlanChoice, gpu_counts, plan_choices
 from twin.studies.records import FitOption
-from twin.studies.search import PlanChoice, best_plan, gpu_counts, plan_choices, search, variant
 from twin.workload.model import model_spec
 
 SCENARIO = {"name": "7B fine-tune", "cluster": {"node": "l4-1", "nodes": 1}, "site": {"country": "FR", "compare": ["DE"]},

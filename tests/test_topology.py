@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from twin.api import catalog_names
 from twin.hardware import topology as T
 from twin.hardware.specs import node_spec
 from twin.workload.placement import place
@@ -139,6 +140,23 @@ def test_degrade_removes_links_and_switches_from_a_copy():
     assert T.counts(h)["spine"] == 3 and T.counts(g)["spine"] == 4
     assert not h.has_edge(("nic", 0, 0), ("leaf", 0)) and g.has_edge(("nic", 0, 0), ("leaf", 0))
     assert T.tier_capacity_Bps(h, "leaf-spine") == pytest.approx(0.75 * T.tier_capacity_Bps(g, "leaf-spine"))
+
+
+@pytest.mark.parametrize("build", [lambda n: T.rail_optimized_fat_tree(n, 40, storage_write_Bps=100e9),
+                                   lambda n: T.fat_tree(n, 70, nodes_per_pod=32), lambda n: T.single_switch(n, 3)])
+def test_node_types_of_one_shape_build_one_graph(build):
+    """The fabric cache shares one graph between node types of one shape (``node_shape``): theirs are the same."""
+    by_shape: dict[tuple, list[str]] = {}
+    for name in catalog_names("nodes"):
+        by_shape.setdefault(T.node_shape(node_spec(name)), []).append(name)
+    alike = [names for names in by_shape.values() if len(names) > 1]
+    assert ["dgx-h100", "dgx-h200"] in alike
+    for names in alike:
+        first, *others = [build(node_spec(name)) for name in names]
+        for g in others:
+            assert g.graph == first.graph
+            assert list(g.nodes(data=True)) == list(first.nodes(data=True))
+            assert list(g.edges(data=True)) == list(first.edges(data=True))
 
 
 # ---------------------------------------------------------------------------

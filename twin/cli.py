@@ -218,7 +218,7 @@ def _cmd_topology(args: argparse.Namespace) -> int:
 def _cmd_fit(args: argparse.Namespace) -> int:
     from twin.api import load_scenario
     from twin.report import fit_table
-    from twin.studies.search import fit
+    from twin.studies.fit import fit
 
     nodes = None
     if args.nodes is not None:

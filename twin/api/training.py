@@ -263,7 +263,8 @@ def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
         return 0.0
     placement = place(plan, prepared.cluster.node.gpus, request.order)
     comm = prepared.comm(placement)
-    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune)
+    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune,
+                                              prepared.memo)
     sends = sends_per_microbatch(plan) * p2p
     stages = [passes + sends for passes in stage_passes_s(s.model, plan, s.ops, comm, placement, s.stack,
                                                           s.finetune, prepared.memo)]

@@ -198,11 +198,15 @@ def _passes(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: Comm
 
     ``memo``: answers kept for the plans priced with the same model, operator model, stack and method
     (one prepared scenario), by what they depend on: the layer's split (tensor, experts, sequence
-    parallelism), its micro-batch and sequence, the recomputation and where its groups are placed."""
+    parallelism), its micro-batch and sequence, the recomputation and where its tensor- and expert-parallel
+    groups are placed (``CommModel.groups_key``: plans of one tensor size that differ in pipeline or data
+    size place their tensor groups alike)."""
     key = None
     if memo is not None:
+        tensor = comm.groups_key(placement.tensor) if plan.tensor > 1 else None
+        expert = comm.groups_key(placement.expert) if model.is_moe and plan.expert > 1 else None
         key = ("passes", plan.tensor, plan.expert, plan.sequence_parallel, plan.microbatch, plan.seq_len,
-               plan.recompute, placement)
+               plan.recompute, tensor, expert)
         found = memo.get(key)
         if found is not None:
             return found
@@ -418,13 +422,11 @@ def step_costs(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: C
     ``memo``: as ``_passes``'s."""
     precision = ops.precision
     layer, ends = _passes(model, plan, ops, comm, placement, stack, ft, memo)
-    trained = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
+    trained, p2p, overheads, optimizer = _extras(model, plan, ops, comm, placement, stack, ft, memo)
     unit = _unit_bytes(model, plan, precision, stack, ft, trained)
     slowdown = ops.efficiency.overlap_slowdown
     chunks = _chunks(model, plan, comm, placement, stack, layer, ends, unit, slowdown, latency_split)
-    p2p = _p2p_s(model, plan, precision, comm, placement, stack)
     dp_reduce, dp_gather = _dp_collectives_s(plan, precision, comm, placement, stack, trained)
-    overheads, optimizer = _step_work_s(plan, ops, comm, placement, stack, trained)
     return StepCosts(chunks, p2p, dp_reduce, dp_gather, optimizer, slowdown, overheads,
                      straggler_fraction(plan.gpus, straggler_spread))
 
@@ -439,9 +441,29 @@ def _step_work_s(plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placem
 
 
 def step_extras_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
-                  stack: StackProfile, ft: FinetuneSpec = FULL) -> tuple[float, float, float]:
+                  stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None) -> tuple[float, float, float]:
     """(one transfer between stages, the step's overheads, its optimizer step), each as ``step_costs`` prices
-    it: what a step adds to its chunks' passes (``chunks_work_s``) besides ZeRO-2/3 and data-parallel traffic."""
+    it: what a step adds to its chunks' passes (``chunks_work_s``) besides ZeRO-2/3 and data-parallel traffic.
+    ``memo``: as ``_extras``'s."""
+    _, p2p, overheads, optimizer = _extras(model, plan, ops, comm, placement, stack, ft, memo)
+    return p2p, overheads, optimizer
+
+
+def _extras(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
+            stack: StackProfile, ft: FinetuneSpec,
+            memo: dict | None) -> tuple[tuple[float, float], float, float, float]:
+    """(the fullest end stage's trained (dense, expert) parameters, one transfer between stages, the step's
+    overheads, its optimizer step). ``memo``: as ``_passes``'s, keyed by the whole plan and its placement: a
+    search asks for them once for a plan's floor (``step_extras_s``) and again for its step (``step_costs``)."""
+    key = None
+    if memo is not None:
+        key = ("extras", plan, placement)
+        found = memo.get(key)
+        if found is not None:
+            return found
     trained = max((trainable_stage_params(model, plan, st, ft) for st in {0, plan.pipeline - 1}), key=sum)
     overheads, optimizer = _step_work_s(plan, ops, comm, placement, stack, trained)
-    return _p2p_s(model, plan, ops.precision, comm, placement, stack), overheads, optimizer
+    found = trained, _p2p_s(model, plan, ops.precision, comm, placement, stack), overheads, optimizer
+    if key is not None:
+        memo[key] = found
+    return found

@@ -51,6 +51,13 @@ def graph(**attrs: Any) -> nx.Graph:
 # Nodes
 
 
+def node_shape(node: NodeSpec) -> tuple:
+    """What of a node the fabric's graph is built from (its GPUs, switches, NICs and their links): node types
+    of one shape give one graph whatever their GPUs' memory, power or name."""
+    return (node.gpus, node.intra, node.nvswitches, node.pcie_Bps, node.gpu.nvlink_per_direction_Bps,
+            node.compute_nics, node.storage_nics)
+
+
 def add_node(g: nx.Graph, node: NodeSpec, index: int, su: int = 0) -> None:
     """Add one server's GPUs, its intra-node fabric, compute NICs and storage NICs to ``g``.
 

@@ -39,7 +39,7 @@ from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
-from twin.network.symmetry import NODE_RATES, node_key, one_node
+from twin.network.symmetry import INSIDE, NODE_RATES, inside_key, node_key, one_node
 from twin.workload.placement import GroupShape, Placement
 
 if TYPE_CHECKING:
@@ -112,24 +112,32 @@ class CommModel:
             return self.placement.members(group.kind)
         return alg.synthetic_members(group, gpn, self.cluster.gpus)
 
-    def _groups_key(self, group: GroupShape) -> tuple:
-        """What ``members(group)`` is a function of, on this fabric: the key of the fabric's memo. A
+    def groups_key(self, group: GroupShape) -> tuple:
+        """What ``members(group)`` is a function of, on this fabric: the key of the memo (``_memo``). A
         placement's groups are keyed by their members themselves (kept on this model), so placements
         that put one kind of group on the same GPUs (tensor groups of one size, whatever the data and
-        pipeline sizes around them) share the fabric's phases and rates."""
+        pipeline sizes around them) share the fabric's phases and rates; groups that each lie inside one
+        node by the first node's groups alone (``symmetry.inside_key``), for every fabric of its node kind."""
         if self.placement is not None and group.kind:
             own = ("groups", group)
             key = self._cache.get(own)
             if key is None:
                 members = self.placement.members(group.kind)
-                key = self._cache[own] = ("placed", members.shape, members.tobytes())
+                key = self._cache[own] = (inside_key(members, self.cluster.node.gpus, self.fabric.node_kind)
+                                          or ("placed", members.shape, members.tobytes()))
             return key
         return ("bare", group.ranks, group.ranks_per_node)
 
+    def _memo(self, groups_key: tuple) -> dict:
+        """Where the phases, rates and candidates of groups are kept: for groups inside their nodes, with those of
+        every fabric of the node kind (``symmetry.INSIDE``); else on this fabric."""
+        return INSIDE if groups_key[0] == "inside" else self.fabric.memo
+
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
         """A phase's slowest-group rate; phases of one pattern on one set of groups are routed once per fabric."""
-        key = ("rate", self._groups_key(group), phase.pattern, phase.intra_scale)
-        memo = self.fabric.memo
+        groups_key = self.groups_key(group)
+        key = ("rate", groups_key, phase.pattern, phase.intra_scale)
+        memo = self._memo(groups_key)
         shared = memo.get(key) if phase.pattern else None
         if shared is None:
             shared = self._route_and_share(phase)
@@ -163,8 +171,9 @@ class CommModel:
         return float(rates.min()), reach
 
     def _phases(self, op: str, group: GroupShape, algorithm: str) -> list[PhaseRate] | None:
-        key = (op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls)
-        memo = self.fabric.memo
+        groups_key = self.groups_key(group)
+        key = (op, groups_key, algorithm, self.efficiency.nvlink / self.efficiency.nvls)
+        memo = self._memo(groups_key)
         if key in memo:
             return memo[key]
         members = self.members(group)
@@ -199,9 +208,10 @@ class CommModel:
         found = self._cache.get(own)
         if found is not None:
             return found
-        key = ("candidates", op, self._groups_key(group), algorithm, self.efficiency.nvlink / self.efficiency.nvls,
+        groups_key = self.groups_key(group)
+        key = ("candidates", op, groups_key, algorithm, self.efficiency.nvlink / self.efficiency.nvls,
                self.protocols, self.net_overhead_s, self.latency)
-        memo = self.fabric.memo
+        memo = self._memo(groups_key)
         found = memo.get(key)
         if found is not None:
             self._cache[own] = found

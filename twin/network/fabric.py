@@ -1,29 +1,25 @@
 """The fabric graph compiled for routing: link ids, capacities, and paths between GPUs.
 
-Every undirected edge ``e`` of the topology graph becomes two directed links,
-``2e`` (as listed) and ``2e + 1`` (reverse), each with the edge's per-direction
-capacity. Paths follow the real hardware:
+Every undirected edge ``e`` of the topology graph becomes two directed links, ``2e`` (as listed) and ``2e + 1``
+(reverse), each with the edge's per-direction capacity. Paths follow the real hardware:
 
-- inside a node, the shortest path in the node's own subgraph (GPU → NVSwitch →
-  GPU; GPU → PCIe switch → host → PCIe switch → GPU on PCIe servers);
-- between nodes, GPU → its NIC (the rail it is paired with; the next live NIC of
-  the node when that one has lost its leaf) → its leaf → ... → the destination's
-  leaf → NIC → GPU.
+- inside a node, the shortest path in the node's own subgraph (GPU → NVSwitch → GPU; GPU → PCIe switch → host →
+  PCIe switch → GPU on PCIe servers);
+- between nodes, GPU → its NIC (the rail it is paired with; the next live NIC of the node when that one has lost
+  its leaf) → its leaf → ... → the destination's leaf → NIC → GPU.
 
-Above the leaves a route is not one chain of cables. The SuperPOD reference
-architecture runs InfiniBand adaptive routing, which spreads a leaf's traffic
-over all its up-links; the model therefore treats the up-links of a leaf (and
-the down-links into it) as one *pool* whose capacity is the sum of its cables,
-and likewise the core up-links of a pod's spines. A flow between two leaves
-crosses the source leaf's up pool and the destination leaf's down pool (plus
-both pods' core pools when it leaves its pod). Removing a cable or a switch
-shrinks the pools it belonged to; an oversubscribed tier shrinks exactly the
-pools of the flows that cross it.
+Above the leaves a route is not one chain of cables. The SuperPOD reference architecture runs InfiniBand adaptive
+routing, which spreads a leaf's traffic over all its up-links; the model therefore treats the up-links of a leaf
+(and the down-links into it) as one *pool* whose capacity is the sum of its cables, and likewise the core up-links
+of a pod's spines. A flow between two leaves crosses the source leaf's up pool and the destination leaf's down pool
+(plus both pods' core pools when it leaves its pod). Removing a cable or a switch shrinks the pools it belonged to;
+an oversubscribed tier shrinks exactly the pools of the flows that cross it.
 """
-
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -45,21 +41,29 @@ NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
 _TEMPLATES: dict[tuple, dict[tuple, list]] = {}
 
 
+@dataclass(frozen=True)
+class _Node:
+    """A catalog node as its part of a fabric sees it: equal for node types of one shape
+    (``topology.node_shape``), whose clusters of one size share a graph and its compiled links."""
+    shape: tuple
+    name: str = field(compare=False)      # the node type the graph is built from: any of the shape's
+
+
 @lru_cache(maxsize=4)      # a 16,384-GPU graph holds ~40k vertices: keep a few
-def _cached_graph(node_name: str, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
+def _cached_graph(node: _Node, nodes: int, topology_name: str, link_Bps: float, nodes_per_su: int,
                   oversubscription: float, storage_write_Bps: float | None) -> nx.Graph:
     from twin.hardware.specs import node_spec
 
     with collector.paused():           # its vertices and links all live on (twin/collector.py)
-        return topology.build(node_spec(node_name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
+        return topology.build(node_spec(node.name), nodes, topology_name, link_Bps, nodes_per_su, oversubscription,
                               storage_write_Bps)
 
 
 def _graph_key(cluster: ClusterSpec) -> tuple:
     """What the topology graph of a cluster depends on."""
     f = cluster.fabric
-    return (cluster.node.name, cluster.nodes, f.topology, f.link_Bps, f.nodes_per_su, f.oversubscription,
-            cluster.storage.write_Bps)
+    return (_Node(topology.node_shape(cluster.node), cluster.node.name), cluster.nodes, f.topology, f.link_Bps,
+            f.nodes_per_su, f.oversubscription, cluster.storage.write_Bps)
 
 
 def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
@@ -68,21 +72,27 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
 
 
 @lru_cache(maxsize=4)
-def _cached_fabric(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
+def _compiled(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
+    """The compiled links and routes of a graph, shared by the node types built alike."""
     graph = _cached_graph(*graph_key)
     with collector.paused():           # its link tables all live on (twin/collector.py)
-        return Fabric(graph, efficiency, node_kind=(graph_key[0], efficiency))
+        return Fabric(graph, efficiency)
+
+
+@lru_cache(maxsize=4)
+def _cached_fabric(graph_key: tuple, node_name: str, efficiency: Efficiency) -> "Fabric":
+    return _compiled(graph_key, efficiency).alike((node_name, efficiency))
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
     """The compiled fabric of a cluster at the link efficiencies ``efficiency`` names.
 
-    Built once per distinct (cluster, efficiencies) and shared, with
-    its routing tables and the collective rates memoised on it (``Fabric.memo``), by
-    every ``CommModel`` of that cluster: a plan search prices many plans on one fabric.
-    Do not mutate it.
+    Built once per distinct (cluster, efficiencies) and shared, with its routing tables and the collective rates
+    memoised on it (``Fabric.memo``), by every ``CommModel`` of that cluster: a plan search prices many plans on
+    one fabric. Clusters of node types built alike (``topology.node_shape``) share its graph, links and routes,
+    each with its own memo. Do not mutate it.
     """
-    return _cached_fabric(_graph_key(cluster), efficiency)
+    return _cached_fabric(_graph_key(cluster), cluster.node.name, efficiency)
 
 
 class Fabric:
@@ -104,57 +114,71 @@ class Fabric:
         # up-links): the up and down bandwidth of every leaf, and of every pod's spines.
         self._pool: dict[tuple, int] = {}
         self._pod: dict[tuple, int | None] = {}
+        line_Bps, tiers, through_switch, uplinks = self._number_links(graph)
+        capacity = np.repeat(np.array(line_Bps, dtype=float) * _link_scale(tiers, through_switch, efficiency), 2)
         pools: dict[tuple, list[float]] = {}
-        scale, switched = _link_scales(efficiency)
-        tier_index = {t: i for i, t in enumerate(TIERS)}
         nodes = graph.nodes
-        capacity, tier = [], []
-        ids = self._id
-        for e, (u, v, data) in enumerate(_links(graph)):
-            ids[u, v] = 2 * e
-            ids[v, u] = 2 * e + 1
-            t = data["tier"]
-            cap = data["capacity_Bps"] * (switched if t == "pcie" and "pcie" in (u[0], v[0]) else scale[t])
-            capacity.append(cap)
-            capacity.append(cap)
-            tier.append(tier_index[t])
-            tier.append(tier_index[t])
-            if t == "nic":
-                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
-                self._leaf[nic] = leaf
-            elif t in ("leaf-spine", "spine-core"):
-                low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
-                if t == "leaf-spine":
-                    owner = low
-                    self._pod[low] = nodes[high].get("pod")
-                else:
-                    owner = nodes[low].get("pod")
-                for direction in ("up", "down"):
-                    pools.setdefault((owner, direction), [0.0, tier_index[t]])[0] += cap
+        for e, u, v, t in uplinks:
+            low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
+            if t == "leaf-spine":
+                owner = low
+                self._pod[low] = nodes[high].get("pod")
+            else:
+                owner = nodes[low].get("pod")
+            for direction in ("up", "down"):
+                pools.setdefault((owner, direction), [0.0, TIERS.index(t)])[0] += float(capacity[2 * e])
         self._first_pool = len(capacity)
-        for key, (cap, index) in pools.items():
-            self._pool[key] = len(capacity)
-            capacity.append(cap)
-            tier.append(index)
-        self.capacity_Bps = np.array(capacity, dtype=float)
-        self.tier = np.array(tier, dtype=np.int8)
+        self._pool.update(zip(pools, range(len(capacity), len(capacity) + len(pools))))
+        pool_capacity, pool_tier = [cap for cap, _ in pools.values()], [index for _, index in pools.values()]
+        self.capacity_Bps = np.concatenate([capacity, np.array(pool_capacity, dtype=float)])
+        self.tier = np.concatenate([np.repeat(tiers, 2), np.array(pool_tier, dtype=np.int8)])
         self._intra: dict[tuple, list] = {}
         self._part: dict[tuple, tuple] = {}           # vertex → its node's part (``_node_part``)
         self._chains: dict[int, list] = {}            # coded pair of local ends → template edges (``_chain``)
         self._nic: dict[tuple, tuple] = {}
         self._ends: dict[tuple, tuple] = {}
         self._edge_arrays: dict[tuple, np.ndarray] = {}
-        self._ends_arrays: tuple | None = None
-        self._leaf_pools: tuple | None = None
+        self._tables: dict[str, tuple] = {}           # "ends" (``_rank_ends``), "leaf pools" (``_leaf_arrays``)
         # Results derived from this fabric alone (collective phases and their rates, keyed by
         # the groups' members), filled by network.collectives and shared by its CommModels.
         self.memo: dict[tuple, object] = {}
+
+    def _number_links(self, graph: nx.Graph) -> tuple[list[float], np.ndarray, list[int], list[tuple]]:
+        """Number the graph's links in its order (link ``e`` is ids ``2e`` as listed and ``2e + 1`` reversed) and
+        find each NIC's leaf: (each link's line rate, its tier's index in ``TIERS``, the links through a PCIe
+        switch, the (link, u, v, tier) of the switch tiers)."""
+        ids, leaf_of = self._id, self._leaf
+        tier_index = {t: i for i, t in enumerate(TIERS)}
+        line_Bps, tiers, through_switch, uplinks = [], [], [], []
+        for e, (u, v, data) in enumerate(_links(graph)):
+            ids[u, v] = 2 * e
+            ids[v, u] = 2 * e + 1
+            t = data["tier"]
+            line_Bps.append(data["capacity_Bps"])
+            tiers.append(tier_index[t])
+            if t == "nic":
+                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
+                leaf_of[nic] = leaf
+            elif t == "pcie" and "pcie" in (u[0], v[0]):
+                through_switch.append(e)
+            elif t == "leaf-spine" or t == "spine-core":
+                uplinks.append((e, u, v, t))
+        return line_Bps, np.array(tiers, dtype=np.int8), through_switch, uplinks
 
     # -- switch-tier pools ----------------------------------------------------------------
     def pool_owners(self) -> dict[int, tuple]:
         """Resource id of every switch-tier pool → (owner, direction): the owner is a leaf vertex
         (its up-links to the spines) or a pod index (its spines' links to the core); direction up or down."""
         return {rid: key for key, rid in self._pool.items()}
+
+    def alike(self, node_kind: tuple) -> "Fabric":
+        """This fabric (its graph, links and the routes and tables found on it, shared) for nodes of kind
+        ``node_kind`` built alike (``topology.node_shape``), with a memo of its own: collectives may depend on
+        more of a node than its links (its GPU, its CPU)."""
+        fabric = copy.copy(self)
+        fabric.node_kind = node_kind
+        fabric.memo = {}
+        return fabric
 
     def scaled_pools(self, share: float) -> "Fabric":
         """This fabric with every switch-tier pool at ``share`` of its capacity: what one job's traffic
@@ -285,8 +309,9 @@ class Fabric:
 
     def _rank_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For every GPU: links up to its leaf and down from it (padded with -1), and its leaf index."""
-        if self._ends_arrays is not None:
-            return self._ends_arrays
+        found = self._tables.get("ends")
+        if found is not None:
+            return found
         gpn, nodes = self.gpus_per_node, self.nodes
         ups, downs, leaves = [], [], np.full(nodes * gpn, -1, dtype=np.int64)
         for local in range(gpn):
@@ -322,13 +347,14 @@ class Fabric:
         for (ranks, up), (_, down) in zip(ups, downs):
             up_all[ranks, :up.shape[1]] = up
             down_all[ranks, :down.shape[1]] = down
-        self._ends_arrays = (up_all, down_all, leaves)
-        return self._ends_arrays
+        found = self._tables["ends"] = (up_all, down_all, leaves)
+        return found
 
     def _leaf_arrays(self) -> tuple[np.ndarray, ...]:
         """Per leaf index: up pool, down pool, pod (-1: spines shared by all); per pod: up and down core pools."""
-        if self._leaf_pools is not None:
-            return self._leaf_pools
+        found = self._tables.get("leaf pools")
+        if found is not None:
+            return found
         count = 1 + max((v[1] for v in self.graph if v[0] == "leaf"), default=0)
         pods = 1 + max((p for p in self._pod.values() if p is not None), default=0)
         up, down, pod = (np.full(count, -1, dtype=np.int64) for _ in range(3))
@@ -340,8 +366,8 @@ class Fabric:
                 (pod_up if direction == "up" else pod_down)[owner] = rid
         for leaf, p in self._pod.items():
             pod[leaf[1]] = -1 if p is None else p
-        self._leaf_pools = (up, down, pod, pod_up, pod_down)
-        return self._leaf_pools
+        found = self._tables["leaf pools"] = (up, down, pod, pod_up, pod_down)
+        return found
 
     def route_many(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Routes of many flows at once, as (flow index, resource id) pairs.
@@ -438,24 +464,31 @@ class Fabric:
         return out
 
 
-def _link_scales(efficiency: Efficiency | None) -> tuple[dict[str, float], float]:
-    """(the efficiency of each tier's links, that of the links through a node's PCIe switches). Nodes without
-    NVLink send GPU-to-GPU traffic through their PCIe switches and host, bound by what the host delivers: the
-    ``pcie`` efficiency; a GPU's own PCIe link to its NIC keeps the intra-node one (``nvlink``)."""
+def _link_scale(tiers: np.ndarray, through_switch: list[int], efficiency: Efficiency | None) -> np.ndarray:
+    """Each link's efficiency from its tier's index (1 without efficiencies): ``nvlink`` inside a node, ``network``
+    on the NICs and switch tiers. Nodes without NVLink send GPU-to-GPU traffic through their PCIe switches and
+    host, bound by what the host delivers: the links through a PCIe switch take the ``pcie`` efficiency; a GPU's
+    own PCIe link to its NIC keeps the intra-node one."""
     if efficiency is None:
-        return {t: 1.0 for t in TIERS}, 1.0
+        return np.ones(len(tiers))
     intra, network = efficiency.nvlink, efficiency.network
-    return ({t: intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS},
-            efficiency.pcie)
+    factor = np.array([intra if t in INTRA_NODE_TIERS else network if t in NETWORK_TIERS else 1.0 for t in TIERS])
+    factor = factor[tiers]
+    factor[through_switch] = efficiency.pcie
+    return factor
 
 
-def _links(graph: nx.Graph):
-    """The graph's links with their data, in its order, through a view of their own: the view networkx keeps on
-    the graph would hold the graph in a reference cycle, which only the cyclic collector frees
-    (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
-    from networkx.classes.reportviews import EdgeView
-
-    return EdgeView(graph)(data=True)
+def _links(graph: nx.Graph) -> Iterator[tuple]:
+    """The graph's links (u, v, data) in its order (``graph.edges(data=True)``'s: each vertex's links to those
+    not listed before it), read from its adjacency: the edge view networkx keeps on the graph would hold the
+    graph in a reference cycle, which only the cyclic collector frees (twin/collector.py); without it a graph
+    the fabric cache lets go of is freed at once."""
+    listed = set()
+    for u, around in graph.adjacency():
+        for v, data in around.items():
+            if v not in listed:
+                yield u, v, data
+        listed.add(u)
 
 
 def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:

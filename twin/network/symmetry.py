@@ -17,6 +17,9 @@ from twin.network import algorithms as alg
 
 # (rate, reach) of phases inside one node, by ``node_key`` (``CommModel._route_and_share``).
 NODE_RATES: dict[tuple, tuple[float, str]] = {}
+# Phases, rates and candidates of groups that each lie inside one node, by a key that holds ``inside_key``
+# (``CommModel._memo``): the same on every fabric of one node kind, whatever its size.
+INSIDE: dict[tuple, object] = {}
 
 
 def one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
@@ -41,3 +44,17 @@ def node_key(inside: alg.Phase, gpus_per_node: int, node_kind: tuple | None) -> 
     dst = np.where(inside.dst >= 0, inside.dst % gpus_per_node, -1)
     return (node_kind, inside.coflows, inside.intra_scale, inside.coflow.tobytes(), src.tobytes(), dst.tobytes(),
             inside.weight.tobytes())
+
+
+def inside_key(members: np.ndarray, gpus_per_node: int, node_kind: tuple | None) -> tuple | None:
+    """What collectives over groups (``members``: one row each) that each lie inside one node depend on: the kind of
+    node and the local ranks of the groups on the first group's node, in order. Every phase over such groups stays
+    inside nodes, so its rate and reach are those of that node's flows alone (``one_node``), and its volume and hops
+    those of a group inside a node of its size. None when a group spans nodes, or the fabric's nodes may differ."""
+    if node_kind is None:
+        return None
+    nodes = members // gpus_per_node
+    if not (nodes == nodes[:, :1]).all():
+        return None
+    first = members[nodes[:, 0] == nodes[0, 0]] % gpus_per_node
+    return ("inside", node_kind, first.shape, first.tobytes())

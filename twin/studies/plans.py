@@ -90,7 +90,11 @@ class PlanChoice:
         parameter gathers on top). Across ZeRO-0, 1 and 2 the trade depends on the stack: ZeRO-2 reduces
         gradients unit by unit beside the backward where a stack may leave ZeRO-1's once-per-step
         reduction exposed, so none of them dominates another."""
-        if self._shape() != other._shape() or self == other:
+        return self._shape() == other._shape() and self._outranks(other)
+
+    def _outranks(self, other: "PlanChoice") -> bool:
+        """``dominates`` between two plans of one shape."""
+        if self == other:
             return False
         less_recompute = RECOMPUTES.index(self.recompute) <= RECOMPUTES.index(other.recompute)
         less_zero = self.zero == other.zero or (self.zero == 2 and other.zero == 3)
@@ -109,7 +113,7 @@ def undominated(choices: list[PlanChoice]) -> set[PlanChoice]:
     by_shape: dict[tuple, list[PlanChoice]] = {}
     for c in choices:
         by_shape.setdefault(c._shape(), []).append(c)
-    return {c for c in choices if not any(o.dominates(c) for o in by_shape[c._shape()])}
+    return {c for alike in by_shape.values() for c in alike if not any(o._outranks(c) for o in alike)}
 
 
 def powers_of_two(limit: int) -> list[int]:

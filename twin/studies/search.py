@@ -4,7 +4,7 @@ One machinery serves every search: plans priced on one prepared scenario
 (``twin.api.prepare``, ``plan_memory``, ``estimate``), pruned by divisibility and memory
 before their step is timed, ranked by an objective, the best answered in full.
 ``python -m twin plan`` (``search_plans``) searches parallel plans and cluster options;
-``python -m twin fit`` (``fit``) searches node types, GPU counts and fine-tuning methods;
+``python -m twin fit`` (``twin.studies.fit``) searches node types, GPU counts and fine-tuning methods;
 sweeps (``sweep.py``) draw their Pareto front with ``pareto_front``.
 
 ``python -m twin plan`` searches, for each cluster option (the scenario's cluster, or each
@@ -29,33 +29,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from twin import collector
 from twin.api import (
     Prepared,
-    Scenario,
-    catalog_names,
     estimate,
     parse_scenario,
     plan_memory,
-    plan_passes_floor_s,
-    plan_step_floor_s,
-    plan_step_s,
     prepare,
     scenario_calibration,
     simulate,
     with_overrides,
 )
 from twin.errors import InfeasibleError, ScenarioError
-from twin.hardware.specs import node_spec
-from twin.options import (FIT_RANKINGS, OBJECTIVES, WEIGHT_STORAGES, ConstraintName, FitRanking, Objective,
-                          recompute_levels)
-from twin.power.pricing import owned_nodes
+from twin.options import OBJECTIVES, ConstraintName, Objective
 from twin.results import PlanEstimate, Result
-from twin.studies.records import FitOption, FitReport, FitRow, PlanSearch, RankedPlan
-from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, plan_space, undominated
+from twin.studies.records import PlanSearch, RankedPlan
+from twin.studies.plans import plan_space
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
-from twin.workload.model import ModelSpec
 
 
 # The columns of a sweep's table its Pareto front is drawn over (all minimised), by workload:
@@ -325,176 +315,3 @@ def _baseline(data: dict[str, Any], source: str) -> RankedPlan | None:
 
 def _label(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
-
-
-
-# -- python -m twin fit: node types, GPU counts and fine-tuning methods ---------------------------
-#
-# Each option (a node type, a GPU count, a method and the storage of the base) is a variant of
-# the user's scenario (``Scenario.model_copy``: the model, the data, the batch, the site and the
-# efficiencies stay as written; failures are left out, a search compares steady throughput),
-# prepared once. Its plans (``plans.FIT_RULES``: tensor and pipeline sizes that divide the model and the GPUs, every
-# GPU used; ZeRO stages; recomputation) are pruned by divisibility and memory, then by dominance
-# (a plan that recomputes more, or gathers parameters under ZeRO-3 where another shards only
-# gradients under ZeRO-2, than another fitting plan of the same shape); the fastest of the rest
-# in closed form is answered in full, and the options are ranked by time to train or by cost.
-
-# Storage of the frozen base tried for each method (training.weights); full training keeps its own.
-METHOD_WEIGHTS = {"lora": WEIGHT_STORAGES, "qlora": ("nf4",)}
-
-
-def fit_options(scenario: Scenario, max_gpus: int, nodes: list[str] | None = None) -> list[FitOption]:
-    """Every catalog node type (or ``nodes``) whose GPU runs the scenario's precision, every GPU count,
-    every method and storage of the base."""
-    tr = scenario.training
-    methods = [("full", "fp32" if tr.precision in ("fp32", "tf32") else "bf16")]
-    if tr.precision == "fp8":
-        methods.append(("full", "fp8"))
-    methods += [(m, w) for m, ws in METHOD_WEIGHTS.items() for w in ws]
-    out = []
-    for name in nodes or catalog_names("nodes"):
-        node = node_spec(name, "--nodes")
-        try:
-            node.gpu.peak(tr.precision)
-        except KeyError:                 # no tensor-core peak for the scenario's precision (fp8 on A100)
-            continue
-        for gpus in gpu_counts(node.gpus, max_gpus):
-            out += [FitOption(name, gpus, -(-gpus // node.gpus), m, w) for m, w in methods]
-    return out
-
-
-def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = None) -> Scenario:
-    """The user's scenario run on ``option`` with plan ``choice`` (failures left out)."""
-    tr, cl = scenario.training, scenario.cluster
-    cluster = cl.model_copy(update={"node": option.node, "nodes": option.nodes, "spare_nodes": 0,
-                                    "fabric": cl.fabric.model_copy(update={"link": None})})
-    training = {"method": option.method, "weights": None if option.method == "qlora" else option.weights,
-                "lora": tr.lora if option.method != "full" else None}
-    if choice is not None:
-        training["parallelism"] = tr.parallelism.model_copy(update=choice.settings())
-    return scenario.model_copy(update={"cluster": cluster, "training": tr.model_copy(update=training),
-                                       "failures": scenario.failures.model_copy(update={"enabled": False})})
-
-
-def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
-              prepared: Prepared | None = None, sized: dict | None = None) -> FitRow:
-    """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
-    option (``prepared``: ``variant(scenario, option)`` prepared, default here), answer the fastest in
-    full (``model``: the scenario's, default the prepared one; ``sized``: as ``_sized_plans``'s memo)."""
-    prepared = prepared or prepare(variant(scenario, option))
-    model = model or prepared.model
-    capacity = prepared.cluster.node.gpu.memory_bytes
-    sized_plans = _sized_plans(prepared, model, option.gpus, recompute_levels(scenario.training.attention),
-                               {} if sized is None else sized)
-    least = min((planned[1].required_bytes for _, _, planned in sized_plans), default=float("inf"))
-    fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
-    free = undominated([choice for choice, _, _ in fitting])
-    kept = [f for f in fitting if f[0] in free]
-    if not kept:
-        return FitRow(option, None, len(sized_plans), 0, least, capacity)
-    fastest = kept[_fastest(prepared, kept)][0]
-    return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True, like=prepared),
-                  len(sized_plans), len(kept), least, capacity)
-
-
-def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
-    """(choice, request, its ``plan_memory``) of every plan of ``model`` on ``gpus`` GPUs of the prepared cluster
-    that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node type (memory per GPU
-    is the plan's, only the capacity is the node's), so plans are sized once for every node type alike."""
-    cluster = prepared.cluster
-    key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
-    found = memo.get(key)
-    if found is not None:
-        return found
-    found = memo[key] = []
-    for choice in plan_choices(model, gpus, cluster.node.gpus, levels):
-        request = choice.request(prepared.request)
-        try:
-            found.append((choice, request, plan_memory(prepared, request)))
-        except InfeasibleError:
-            continue
-    return found
-
-
-def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
-    """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors do
-    not exceed the fastest step found: from the lowest ``plan_passes_floor_s`` up to the first above it, less
-    those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
-    passes, by_shape = [], {}
-    for _, request, planned in plans:
-        shape = replace(planned[0], zero=0)
-        floor = by_shape.get(shape)
-        if floor is None:
-            floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
-        passes.append(floor)
-    best, best_s = 0, math.inf
-    for i in sorted(range(len(plans)), key=passes.__getitem__):
-        if passes[i] > best_s:
-            break
-        _, request, planned = plans[i]
-        if best_s < math.inf and plan_step_floor_s(prepared, request, planned) > best_s:
-            continue
-        step_s = plan_step_s(prepared, request, planned)
-        if step_s < best_s or (step_s == best_s and i < best):
-            best, best_s = i, step_s
-    return best
-
-
-def _cost(row: FitRow, country: str) -> tuple[bool, float]:
-    """Total cost at the site in EUR (GPU time as the site pays for it, plus electricity), options whose GPU
-    has no price after the others; where the site's electricity has no price, its facility energy in kWh."""
-    pw = row.result.power
-    total = pw.total_cost_eur().get(country)
-    return pw.hour_price is None, total if total is not None else pw.energy_facility_kwh
-
-
-def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time") -> FitReport:
-    """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
-    if by not in FIT_RANKINGS:
-        raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
-    rows, last, sized = [], None, {}
-    for option in options:             # the methods of one cluster follow each other: they share its collectives
-        last = prepare(variant(scenario, option), last)
-        rows.append(best_plan(scenario, option, prepared=last, sized=sized))
-    fits = [r for r in rows if r.result is not None]
-    country = scenario.site.country
-    if fits:
-        country = fits[0].result.country
-    if by == "time":
-        fits.sort(key=lambda r: (r.result.time_to_train_s, r.option.gpus))
-    else:
-        fits.sort(key=lambda r: (_cost(r, country), r.result.time_to_train_s))
-    others = sorted((r for r in rows if r.result is None), key=lambda r: r.least_bytes / r.capacity_bytes)
-    notes = []
-    unpriced = sorted({r.option.node for r in fits if r.result.power.hour_price is None})
-    if by == "cost" and unpriced:
-        notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is "
-                     "electricity only and they are ranked after the others (write site.gpu_hour_price to price them)")
-    return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
-
-
-def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None,
-        nodes: list[str] | None = None) -> FitReport:
-    """``python -m twin fit``: the scenario's job on every node type and GPU count, method and storage,
-    up to ``max_gpus`` (default: 8, or the scenario's cluster when larger)."""
-    if scenario.training is None:
-        raise ScenarioError("training", "fit searches training (and fine-tuning) scenarios; this one has none")
-    if max_gpus is None:
-        max_gpus = max(8, (scenario.cluster.nodes - scenario.cluster.spare_nodes)
-                       * node_spec(scenario.cluster.node).gpus)
-    if max_gpus < 1:
-        raise ScenarioError("--max-gpus", f"{max_gpus} is not allowed: at least 1")
-    site, notes = scenario.site, []
-    if site.pricing == "owned" and site.hardware_price is None:
-        priced = owned_nodes()
-        left = [n for n in nodes or catalog_names("nodes") if n not in priced]
-        nodes = [n for n in nodes or catalog_names("nodes") if n in priced]
-        if not nodes:
-            raise ScenarioError("site.hardware_price", f"owned hardware needs a purchase price: the catalog has one "
-                                f"for {', '.join(priced)}; write site.hardware_price or search those nodes")
-        if left:
-            notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
-                         "write site.hardware_price to price one node of the others")
-    with collector.paused():           # its fabrics, memos and plans live on to its end (twin/collector.py)
-        report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
-    return replace(report, notes=tuple(notes) + report.notes)
