@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twin import collector
 from twin.api import (
     Prepared,
     estimate,
