@@ -81,8 +81,7 @@ class CommModel:
 
     def bandwidth_only(self) -> "CommModel":
         """This model on the same fabric with every collective's latency set to zero: what its bytes alone
-        cost, so that a step can show how much of its communication is NCCL's latency. One per model: the
-        plans placed alike price their bytes-only collectives on it once."""
+        cost, so that a step can show how much of its communication is NCCL's latency. One per model."""
         model = self._cache.get("bandwidth_only")
         if model is None:
             model = CommModel(self.cluster, self.efficiency, self.placement, self.graph, latency=False)
@@ -129,8 +128,7 @@ class CommModel:
         return ("bare", group.ranks, group.ranks_per_node)
 
     def _memo(self, groups_key: tuple) -> dict:
-        """Where the phases, rates and candidates of groups are kept: for groups inside their nodes, with those of
-        every fabric of the node kind (``symmetry.INSIDE``); else on this fabric."""
+        """Where groups' phases, rates and candidates are kept: process-wide for groups inside nodes (``INSIDE``)."""
         return INSIDE if groups_key[0] == "inside" else self.fabric.memo
 
     def _rate(self, phase: alg.Phase, group: GroupShape) -> PhaseRate:
