@@ -20,8 +20,11 @@ from twin.errors import TwinError
 
 WIDTH_PX = 1100
 HEIGHT_PX = 450           # for a figure that does not set its own height
-# Tries at drawing a batch of figures: the first, and one more (a browser may fail once at starting).
-ATTEMPTS = 2
+# Tries at drawing a batch of figures: the first, and up to three more for the figures still undrawn. A
+# browser may fail at starting, and on a busy machine one figure of a batch can time out or come back empty
+# while the others are drawn (Kaleido reports such a figure's error without raising); a try costs nothing
+# once every figure is drawn.
+ATTEMPTS = 4
 # Names of exceptions that mean no browser could be started or found: no second try.
 NO_BROWSER = ("ChromeNotFoundError", "BrowserFailedError", "BrowserNotFoundError")
 
