@@ -99,9 +99,12 @@ class _Sample:
     # -- the failures' clock --------------------------------------------------------------------
     def _draw_interval(self) -> None:
         if self.redraw:
-            active = self.nodes.active_share()
-            self.next_failure_s = self.t + self.exponential(1.0 / (self.rate_full * active))
+            self.next_failure_s = self._next_failure_after(self.t)
             self.redraw = False
+
+    def _next_failure_after(self, t_s: float) -> float:
+        """The next failure's time, drawn at ``t_s`` from the job's failure rate at its size now."""
+        return t_s + self.exponential(1.0 / (self.rate_full * self.nodes.active_share()))
 
     def _until(self, end_s: float) -> Component | None:
         """Advance to ``end_s`` unless a failure comes first: then to it, and return its component, drawn
@@ -114,7 +117,7 @@ class _Sample:
                 raise _Horizon
             self.t = next_s
             component = drawn_component(self.spec.profile, self.cumulative, self.random())
-            self.next_failure_s = next_s + self.exponential(1.0 / (self.rate_full * self.nodes.active_share()))
+            self.next_failure_s = self._next_failure_after(next_s)
             return component
         if end_s > self.horizon_s:
             raise _Horizon

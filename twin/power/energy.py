@@ -16,7 +16,6 @@ convention of the LLaMA and BLOOM papers, so their tables can be reproduced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from twin.engine.step import StepBreakdown
@@ -137,14 +136,14 @@ def power_timeline(power: ClusterPower, segments: list[Segment]) -> list[PowerSe
     the segment's average.
     """
     out: list[PowerSegment] = []
-    it_w = _phase_watts(power)
+    watts = {phase: power.it_w(phase) for phase in {s.phase for s in segments} | {"checkpoint"}}
     for seg in segments:
         start, end, phase = seg.start_s, seg.end_s, seg.phase
         duration = end - start
         if duration <= 0:
             continue
         inner_s = min(duration, seg.checkpoint_s) if phase != "checkpoint" else 0.0
-        energy = (duration - inner_s) * it_w(phase) + inner_s * it_w("checkpoint")
+        energy = (duration - inner_s) * watts[phase] + inner_s * watts["checkpoint"]
         if out and out[-1].phase == phase and abs(out[-1].end_s - start) < 1e-9:
             last = out[-1]
             out[-1] = PowerSegment(last.start_s, end, phase, (last.energy_j + energy) / (end - last.start_s),
@@ -152,18 +151,6 @@ def power_timeline(power: ClusterPower, segments: list[Segment]) -> list[PowerSe
             continue
         out.append(PowerSegment(start, end, phase, energy / duration, inner_s))
     return out
-
-
-def _phase_watts(power: ClusterPower) -> Callable[[str], float]:
-    """``power.it_w``, worked out once per phase: a timeline asks it for each of its thousands of segments."""
-    known: dict[str, float] = {}
-
-    def it_w(phase: str) -> float:
-        found = known.get(phase)
-        if found is None:
-            found = known[phase] = power.it_w(phase)
-        return found
-    return it_w
 
 
 def timeline_energy_j(timeline: list[PowerSegment]) -> float:
