@@ -262,3 +262,32 @@ def test_the_size_rule_bites(tmp_path):
                             "twin/engine/big.py": "x = 1\n" * (MAX_MODULE_LINES + 1)})
     assert oversized(tree) == [f"twin.engine.big: {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES})",
                                f"twin.engine.job.long: {MAX_FUNCTION_LINES + 1} lines (at most {MAX_FUNCTION_LINES})"]
+
+
+# numpy's vectorised transcendental functions take CPU-specific paths (AVX-512 kernels on CPUs that have it,
+# the C library elsewhere) whose results differ in the last bit: the same scenario would give other numbers on
+# another machine. The twin calls the C library's (math.exp, math.cos, ...) one value at a time instead.
+MACHINE_DEPENDENT = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "power", "float_power", "cbrt",
+                     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh"}
+
+
+def machine_dependent_calls(top: Path) -> list[str]:
+    """Calls ``np.<f>(...)`` / ``numpy.<f>(...)`` of a function of ``MACHINE_DEPENDENT`` in ``top/twin``."""
+    out = []
+    for path in sorted((top / "twin").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in {"np", "numpy"}
+                    and node.func.attr in MACHINE_DEPENDENT):
+                out.append(f"{module_name(path, top)}:{node.lineno}: np.{node.func.attr}")
+    return out
+
+
+def test_no_number_depends_on_the_cpu():
+    found = machine_dependent_calls(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_the_cpu_rule_bites(tmp_path):
+    tree = _tree(tmp_path, {"twin/engine/job.py": "import numpy as np\nx = np.exp(np.arange(3))\ny = np.cumsum([1])\n"})
+    assert machine_dependent_calls(tree) == ["twin.engine.job:2: np.exp"]

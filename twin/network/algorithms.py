@@ -238,7 +238,7 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
     if algorithm == "tree":
         if m == 1:
             return None
-        depth = int(np.ceil(np.log2(m)))
+        depth = (m - 1).bit_length()                 # ceil(log2 m), exact
         hops = Hops(1.0, 2 * (k - 1), 2 * depth, tree=True)
         return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops, pattern="ring")]
     if algorithm == "nvls":

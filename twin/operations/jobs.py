@@ -148,8 +148,11 @@ def generate(spec: GeneratorSpec, templates: Callable[[int], tuple[tuple[str, fl
     submit = spec.start_s + np.cumsum(rng.exponential(1.0 / spec.rate_per_s, size=n))
     sizes = _pick(rng, spec.sizes, n)
     tenants = _pick(rng, spec.tenants, n)
-    durations = np.minimum(spec.duration_max_s,
-                           spec.duration_median_s * np.exp(spec.duration_sigma * rng.standard_normal(n)))
+    # math.exp, not numpy's: numpy's vectorised exp differs in the last bit between CPUs with and without
+    # AVX-512, and a job's duration must not depend on the machine (docs/architecture.md, "Same numbers on
+    # every machine").
+    durations = np.minimum(spec.duration_max_s, spec.duration_median_s * np.array(
+        [math.exp(x) for x in (spec.duration_sigma * rng.standard_normal(n)).tolist()]))
     deferrable = rng.random(n) < spec.deferrable
     choice = rng.random(n)
     jobs = []

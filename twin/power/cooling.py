@@ -100,8 +100,7 @@ def cooling_design(name: str, field_name: str = "site.cooling.design") -> Coolin
 
 def hourly_temperatures_c(c: Climate) -> np.ndarray:
     """8,760 outdoor temperatures, January 1st 0 h first (module docstring)."""
-    hours = np.arange(24)
-    day = np.cos(2 * math.pi * (hours - WARMEST_HOUR) / 24)
+    day = np.array([math.cos(2 * math.pi * (h - WARMEST_HOUR) / 24) for h in range(24)])   # math's: any CPU
     months = [np.tile(c.mean_c[m] + c.range_c[m] / 2 * day, DAYS_IN_MONTH[m]) for m in range(12)]
     return np.concatenate(months)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ def lengths(spec: LengthSpec, count: int, rng: np.random.Generator) -> np.ndarra
     elif spec.distribution == "exponential":
         drawn = rng.exponential(spec.mean, count)
     else:  # lognormal with this mean: mu = ln(mean) - sigma²/2
-        drawn = rng.lognormal(np.log(spec.mean) - spec.sigma**2 / 2, spec.sigma, count)
+        drawn = rng.lognormal(math.log(spec.mean) - spec.sigma**2 / 2, spec.sigma, count)
     return np.clip(np.rint(drawn), 1, spec.max).astype(np.int64)
 
 
