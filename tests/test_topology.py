@@ -159,6 +159,27 @@ def test_node_types_of_one_shape_build_one_graph(build):
             assert list(g.edges(data=True)) == list(first.edges(data=True))
 
 
+@pytest.mark.parametrize("name", ["dgx-h100", "l40s-8", "gh200-1", "h100-pcie-2"])
+def test_servers_copied_at_once_build_the_graph_networkx_would(name):
+    """``add_nodes`` copies one server into the graph's adjacency: the same vertices, attributes, links and
+    order of every neighbour as adding each server through networkx's methods (``add_node``), link data
+    shared by both ends and copied per link, and a server added twice refused."""
+    node = node_spec(name)
+    fast, slow = T.graph(), T.graph()
+    T.add_nodes(fast, node, range(3, 9), per_su=4)
+    for index in range(3, 9):
+        T.add_node(slow, node, index, index // 4)
+    assert list(fast.nodes(data=True)) == list(slow.nodes(data=True))
+    assert [(u, list(around.items())) for u, around in fast.adjacency()] == \
+        [(u, list(around.items())) for u, around in slow.adjacency()]
+    u, v = next(iter(fast.edges()))
+    assert fast[u][v] is fast[v][u]
+    fast[u][v]["capacity_Bps"] = 0.0
+    assert all(data["capacity_Bps"] > 0 for a, b, data in fast.edges(data=True) if (a, b) != (u, v))
+    with pytest.raises(ValueError, match="linked already|in the graph already"):
+        T.add_nodes(fast, node, range(8, 9), per_su=4)
+
+
 # ---------------------------------------------------------------------------
 # Placement
 

@@ -18,7 +18,6 @@ an oversubscribed tier shrinks exactly the pools of the flows that cross it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
 TIERS = ("nvlink", "pcie", "nic", "leaf-spine", "spine-core", "storage", "mgmt")
 INTRA_NODE_TIERS = ("nvlink", "pcie")
 NETWORK_TIERS = ("nic", "leaf-spine", "spine-core")
+_TIER_INDEX = {t: i for i, t in enumerate(TIERS)}
 
 # Paths inside a node by the node's shape (``Fabric._template``): shared by every fabric of the process.
 _TEMPLATES: dict[tuple, dict[tuple, list]] = {}
@@ -118,6 +118,7 @@ class Fabric:
         capacity = np.repeat(np.array(line_Bps, dtype=float) * _link_scale(tiers, through_switch, efficiency), 2)
         pools: dict[tuple, list[float]] = {}
         nodes = graph.nodes
+        link_capacity = capacity[::2].tolist()
         for e, u, v, t in uplinks:
             low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
             if t == "leaf-spine":
@@ -126,7 +127,7 @@ class Fabric:
             else:
                 owner = nodes[low].get("pod")
             for direction in ("up", "down"):
-                pools.setdefault((owner, direction), [0.0, TIERS.index(t)])[0] += float(capacity[2 * e])
+                pools.setdefault((owner, direction), [0.0, _TIER_INDEX[t]])[0] += link_capacity[e]
         self._first_pool = len(capacity)
         self._pool.update(zip(pools, range(len(capacity), len(capacity) + len(pools))))
         pool_capacity, pool_tier = [cap for cap, _ in pools.values()], [index for _, index in pools.values()]
@@ -146,23 +147,34 @@ class Fabric:
     def _number_links(self, graph: nx.Graph) -> tuple[list[float], np.ndarray, list[int], list[tuple]]:
         """Number the graph's links in its order (link ``e`` is ids ``2e`` as listed and ``2e + 1`` reversed) and
         find each NIC's leaf: (each link's line rate, its tier's index in ``TIERS``, the links through a PCIe
-        switch, the (link, u, v, tier) of the switch tiers)."""
+        switch, the (link, u, v, tier) of the switch tiers). The order is ``graph.edges()``'s, read from the
+        adjacency: the edge view would hold the graph in a reference cycle only the cyclic collector frees
+        (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
         ids, leaf_of = self._id, self._leaf
-        tier_index = {t: i for i, t in enumerate(TIERS)}
         line_Bps, tiers, through_switch, uplinks = [], [], [], []
-        for e, (u, v, data) in enumerate(_links(graph)):
-            ids[u, v] = 2 * e
-            ids[v, u] = 2 * e + 1
-            t = data["tier"]
-            line_Bps.append(data["capacity_Bps"])
-            tiers.append(tier_index[t])
-            if t == "nic":
-                nic, leaf = (u, v) if u[0] == "nic" else (v, u)
-                leaf_of[nic] = leaf
-            elif t == "pcie" and "pcie" in (u[0], v[0]):
-                through_switch.append(e)
-            elif t == "leaf-spine" or t == "spine-core":
-                uplinks.append((e, u, v, t))
+        listed: set = set()
+        e = 0
+        for u, around in graph.adjacency():
+            for v, data in around.items():
+                if v in listed:
+                    continue
+                ids[u, v] = 2 * e
+                ids[v, u] = 2 * e + 1
+                t = data["tier"]
+                line_Bps.append(data["capacity_Bps"])
+                tiers.append(_TIER_INDEX[t])
+                if t == "nic":
+                    if u[0] == "nic":
+                        leaf_of[u] = v
+                    else:
+                        leaf_of[v] = u
+                elif t == "pcie":
+                    if u[0] == "pcie" or v[0] == "pcie":
+                        through_switch.append(e)
+                elif t == "leaf-spine" or t == "spine-core":
+                    uplinks.append((e, u, v, t))
+                e += 1
+            listed.add(u)
         return line_Bps, np.array(tiers, dtype=np.int8), through_switch, uplinks
 
     # -- switch-tier pools ----------------------------------------------------------------
@@ -476,19 +488,6 @@ def _link_scale(tiers: np.ndarray, through_switch: list[int], efficiency: Effici
     factor = factor[tiers]
     factor[through_switch] = efficiency.pcie
     return factor
-
-
-def _links(graph: nx.Graph) -> Iterator[tuple]:
-    """The graph's links (u, v, data) in its order (``graph.edges(data=True)``'s: each vertex's links to those
-    not listed before it), read from its adjacency: the edge view networkx keeps on the graph would hold the
-    graph in a reference cycle, which only the cyclic collector frees (twin/collector.py); without it a graph
-    the fabric cache lets go of is freed at once."""
-    listed = set()
-    for u, around in graph.adjacency():
-        for v, data in around.items():
-            if v not in listed:
-                yield u, v, data
-        listed.add(u)
 
 
 def _set_row(table: np.ndarray, row: int, values: list[int]) -> np.ndarray:
