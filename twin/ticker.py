@@ -17,6 +17,9 @@ from typing import TextIO
 
 AFTER_S = 2.0      # the bound: a command that runs longer than 2 s shows that it is working
 EVERY_S = 0.5      # redraw interval
+# The drawing thread's name: it only waits and writes to stderr, so a process may fork beside it
+# (twin/engine/cores.py); the child never writes to stderr.
+THREAD_NAME = "twin-ticker"
 
 
 def wanted(stream: TextIO, json_output: bool) -> bool:
@@ -49,7 +52,7 @@ def ticking(label: str, stream: TextIO, enabled: bool) -> Iterator[None]:
             drawn[0] = len(text)
             stop.wait(EVERY_S)
 
-    thread = threading.Thread(target=draw, daemon=True)
+    thread = threading.Thread(target=draw, name=THREAD_NAME, daemon=True)
     thread.start()
     try:
         yield

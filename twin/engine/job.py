@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 import simpy
 
-from twin.engine.budget import job_costs, per_sample_share
+from twin.engine.budget import expected_failures, job_costs, per_sample_share
+from twin.engine.cores import split_map
 from twin.engine.job_loop import JobNodes, play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
@@ -50,6 +51,10 @@ MAX_TIMELINE_CHECKPOINTS = 2000
 # the event loop (twin.engine.job_loop) plays about 150,000-200,000 failures per CPU-second of the
 # 16,384-GPU Llama 3 job (benchmarks/bench_job.py), so 1,000 samples of it (~868 failures each) run.
 MAX_SIMULATED_FAILURES = 2_000_000
+# Failures over all the samples past which the samples are split over two cores (engine/cores.py): about
+# 0.1 s of play at 9 µs a failure (the 16,384-GPU scenario: 75,000 failures in 0.64 s, 2-core machine of
+# docs/speed.md), against a few milliseconds to fork and send a half back.
+SPLIT_FAILURES = 10_000
 
 
 @dataclass(frozen=True)
@@ -325,6 +330,17 @@ class JobStats:
 
 
 @lru_cache(maxsize=64)
+def _seeded(spec: JobSpec, seed: np.random.SeedSequence) -> JobSample:
+    return _played(spec, np.random.default_rng(seed))
+
+
+def _failures_per_sample(spec: JobSpec) -> float:
+    """About how many failures one sample plays: the expected count of a finishing job (``budget``), at most
+    the per-sample bound (the bound itself for a job not expected to finish)."""
+    expected = expected_failures(job_costs(spec, spec.profile.mtbf_s(spec.gpus, spec.nodes)))
+    return min(math.inf if expected is None else expected, spec.max_interruptions)
+
+
 def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     """``samples`` runs with seeds derived from ``seed`` (played by the event loop); the median run is replayed
     by the SimPy processes with its timeline.
@@ -333,7 +349,7 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     (country, PUE, prices) share their job. Treat the returned samples as read-only.
     """
     seeds = np.random.SeedSequence(seed).spawn(samples)
-    runs = [_played(spec, np.random.default_rng(s)) for s in seeds]
+    runs = split_map(partial(_seeded, spec), seeds, samples * _failures_per_sample(spec) >= SPLIT_FAILURES)
     order = np.argsort([r.wall_s for r in runs], kind="stable")
     median_index = int(order[(samples - 1) // 2])
     median = simulate_job(spec, np.random.default_rng(seeds[median_index]), record=True)

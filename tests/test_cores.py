@@ -1,0 +1,101 @@
+"""Samples split over two cores (twin/engine/cores.py): the same list, in order, as one process plays it.
+
+A process with threads never forks (a pytest-xdist worker may have some), so each check runs in a fresh
+interpreter, as a user's ``python -m twin run`` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                                reason="splitting needs Linux and two cores")
+
+
+def _run(script: str) -> None:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_second_half_is_played_by_a_child_and_comes_back_in_order():
+    _run("""
+        import os
+        from twin.engine.cores import can_split, split_map
+        assert can_split()
+        parent = os.getpid()
+        got = split_map(lambda i: (i * i, os.getpid() != parent), list(range(11)), True)
+        assert [square for square, _ in got] == [i * i for i in range(11)]
+        assert [in_child for _, in_child in got] == [False] * 5 + [True] * 6
+        assert split_map(lambda i: os.getpid() != parent, list(range(11)), False) == [False] * 11
+    """)
+
+
+def test_a_child_that_fails_costs_only_time():
+    _run("""
+        import os
+        from twin.engine.cores import split_map
+        parent = os.getpid()
+        def fails_in_a_child(i):
+            if os.getpid() != parent:
+                raise RuntimeError("lost")
+            return i
+        def dies_in_a_child(i):
+            if os.getpid() != parent:
+                os.kill(os.getpid(), 9)
+            return i
+        assert split_map(fails_in_a_child, list(range(8)), True) == list(range(8))
+        assert split_map(dies_in_a_child, list(range(8)), True) == list(range(8))
+    """)
+
+
+def test_a_process_with_threads_plays_every_sample_itself():
+    _run("""
+        import os, threading
+        from twin.engine.cores import can_split, split_map
+        stop = threading.Event()
+        worker = threading.Thread(target=stop.wait)
+        worker.start()
+        try:
+            parent = os.getpid()
+            assert not can_split()
+            assert split_map(lambda i: os.getpid() == parent, list(range(6)), True) == [True] * 6
+        finally:
+            stop.set()
+            worker.join()
+    """)
+
+
+def test_the_terminal_ticker_does_not_stop_a_split():
+    _run("""
+        import io, os
+        from twin.engine.cores import can_split, split_map
+        from twin.ticker import ticking
+        parent = os.getpid()
+        with ticking("run", io.StringIO(), True):
+            assert can_split()
+            assert split_map(lambda i: os.getpid() == parent, list(range(4)), True) == [True, True, False, False]
+    """)
+
+
+def test_a_split_monte_carlo_gives_the_samples_of_one_process():
+    _run("""
+        import math, sys
+        sys.path.insert(0, "tests")
+        import twin.engine.job as job
+        from test_job import spec_16k
+        spec = spec_16k(days=6.0, spares=1)
+        job.SPLIT_FAILURES = 0
+        split = job.monte_carlo(spec, 11, 12)
+        job.SPLIT_FAILURES = math.inf
+        alone = job.monte_carlo(spec, 11, 12)
+        assert sum(s.interruptions for s in alone.samples) > 50
+        assert split.samples == alone.samples and split.median == alone.median
+    """)
