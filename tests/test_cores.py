@@ -1,4 +1,4 @@
-"""Samples split over two cores (twin/engine/cores.py): the same list, in order, as one process plays it.
+"""Samples split over two cores (twin/cores.py): the same list, in order, as one process plays it.
 
 A process with threads never forks (a pytest-xdist worker may have some), so each check runs in a fresh
 interpreter, as a user's ``python -m twin run`` does."""
@@ -28,7 +28,7 @@ def _run(script: str) -> None:
 def test_the_second_half_is_played_by_a_child_and_comes_back_in_order():
     _run("""
         import os
-        from twin.engine.cores import can_split, split_map
+        from twin.cores import can_split, split_map
         assert can_split()
         parent = os.getpid()
         got = split_map(lambda i: (i * i, os.getpid() != parent), list(range(11)), True)
@@ -41,7 +41,7 @@ def test_the_second_half_is_played_by_a_child_and_comes_back_in_order():
 def test_a_child_that_fails_costs_only_time():
     _run("""
         import os
-        from twin.engine.cores import split_map
+        from twin.cores import split_map
         parent = os.getpid()
         def fails_in_a_child(i):
             if os.getpid() != parent:
@@ -59,7 +59,7 @@ def test_a_child_that_fails_costs_only_time():
 def test_a_process_with_threads_plays_every_sample_itself():
     _run("""
         import os, threading
-        from twin.engine.cores import can_split, split_map
+        from twin.cores import can_split, split_map
         stop = threading.Event()
         worker = threading.Thread(target=stop.wait)
         worker.start()
@@ -76,7 +76,7 @@ def test_a_process_with_threads_plays_every_sample_itself():
 def test_the_terminal_ticker_does_not_stop_a_split():
     _run("""
         import io, os
-        from twin.engine.cores import can_split, split_map
+        from twin.cores import can_split, split_map
         from twin.ticker import ticking
         parent = os.getpid()
         with ticking("run", io.StringIO(), True):
@@ -98,4 +98,19 @@ def test_a_split_monte_carlo_gives_the_samples_of_one_process():
         alone = job.monte_carlo(spec, 11, 12)
         assert sum(s.interruptions for s in alone.samples) > 50
         assert split.samples == alone.samples and split.median == alone.median
+    """)
+
+
+def test_a_split_fit_gives_the_rows_of_one_process():
+    _run("""
+        import twin.studies.fit as fit
+        from twin.api import load_scenario
+        scenario = load_scenario("scenarios/dgx-finetune.yaml")
+        nodes = ["dgx-h100", "dgx-a100-80gb", "l40s-8"]
+        split = fit.fit(scenario, max_gpus=32, nodes=nodes)
+        options = fit.fit_options(scenario, 32, nodes)
+        assert all(fit._halves(options, list(range(len(options)))))
+        fit.split_map = lambda play, items, worth: [play(item) for item in items]
+        alone = fit.fit(scenario, max_gpus=32, nodes=nodes)
+        assert len(split.rows) > 20 and split == alone
     """)

@@ -18,7 +18,7 @@ from typing import TextIO
 AFTER_S = 2.0      # the bound: a command that runs longer than 2 s shows that it is working
 EVERY_S = 0.5      # redraw interval
 # The drawing thread's name: it only waits and writes to stderr, so a process may fork beside it
-# (twin/engine/cores.py); the child never writes to stderr.
+# (twin/cores.py); the child never writes to stderr.
 THREAD_NAME = "twin-ticker"
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import simpy
 
 from twin.engine.budget import expected_failures, job_costs, per_sample_share
-from twin.engine.cores import split_map
+from twin.cores import split_map
 from twin.engine.job_loop import JobNodes, play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
@@ -51,7 +51,7 @@ MAX_TIMELINE_CHECKPOINTS = 2000
 # the event loop (twin.engine.job_loop) plays about 150,000-200,000 failures per CPU-second of the
 # 16,384-GPU Llama 3 job (benchmarks/bench_job.py), so 1,000 samples of it (~868 failures each) run.
 MAX_SIMULATED_FAILURES = 2_000_000
-# Failures over all the samples past which the samples are split over two cores (engine/cores.py): about
+# Failures over all the samples past which the samples are split over two cores (twin/cores.py): about
 # 0.1 s of play at 9 µs a failure (the 16,384-GPU scenario: 75,000 failures in 0.64 s, 2-core machine of
 # docs/speed.md), against a few milliseconds to fork and send a half back.
 SPLIT_FAILURES = 10_000

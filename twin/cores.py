@@ -1,10 +1,11 @@
-"""A long list of independent samples split over two cores: the same answers, sooner.
+"""Independent work split over two cores: the same answers, sooner.
 
-The failure Monte Carlo plays each sample from its own seed, so the samples are independent and their
-order is fixed by their index. When the work is large (the 16,384-GPU scenario plays about 75,000 failures
-over its hundred samples), the process forks once: the child plays the second half of the samples and sends
-them back through a pipe, the parent plays the first half meanwhile. The list comes back in the samples'
-order, each sample the one a single process plays, so every number is the same.
+The failure Monte Carlo plays each sample from its own seed, and a fit searches each of its options on its
+own, so the items of either list are independent and their order is fixed by their index. When the work is
+large (the 16,384-GPU scenario plays about 75,000 failures over its hundred samples), the process forks once:
+the child works out the second half of the list and sends it back through a pipe, the parent the first half
+meanwhile. The list comes back in its order, each item the one a single process gives, so every number is the
+same.
 
 The fork is taken only where it is safe and pays:
 
