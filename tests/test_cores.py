@@ -114,3 +114,17 @@ def test_a_split_fit_gives_the_rows_of_one_process():
         alone = fit.fit(scenario, max_gpus=32, nodes=nodes)
         assert len(split.rows) > 20 and split == alone
     """)
+
+
+def test_a_child_of_a_split_splits_no_further():
+    _run("""
+        import os
+        from twin.cores import can_split, split_map
+        parent = os.getpid()
+        def inner(i):
+            return [can_split(), split_map(lambda j: os.getpid(), [0, 1], True)]
+        (parent_can, parent_pids), (child_can, child_pids) = split_map(inner, [0, 1], True)
+        assert parent_can and not child_can
+        assert parent_pids[0] == parent and parent_pids[1] != parent
+        assert child_pids[0] == child_pids[1] != parent
+    """)

@@ -13,7 +13,9 @@ The fork is taken only where it is safe and pays:
 - in a process with no other thread than the terminal's ticker (``twin.ticker``, which only waits and writes
   to stderr, which the child never does): forking a process with other threads running, as a dashboard server
   or a Dask worker has, can leave the child waiting on a lock that no thread of it will release;
-- when the work is worth the fork's few milliseconds (``worth``, the caller's estimate).
+- when the work is worth the fork's few milliseconds (``worth``, the caller's estimate);
+- not in a child of a split (a plan search's child playing its half of the plans plays each plan's Monte
+  Carlo alone).
 
 A child that fails, dies or sends nothing back costs only time: the parent plays its half itself. The child
 leaves through ``os._exit``, without running the parent's exit handlers or flushing its buffers.
@@ -30,6 +32,8 @@ from typing import TypeVar
 
 from twin.ticker import THREAD_NAME
 
+_in_child = False       # a child of a split splits no further: the two cores are busy
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -37,7 +41,7 @@ Result = TypeVar("Result")
 def can_split() -> bool:
     """Whether this process may fork a helper for half of a Monte Carlo (module docstring)."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.name != THREAD_NAME]
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) >= 2
+    return (not _in_child and sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) >= 2
             and threading.current_thread() is threading.main_thread() and not others)
 
 
@@ -50,7 +54,8 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child: its half, pickled into the pipe, then gone
-        code = 1
+        global _in_child
+        _in_child, code = True, 1
         try:
             os.close(read_fd)
             with os.fdopen(write_fd, "wb") as pipe:

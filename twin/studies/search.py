@@ -16,7 +16,8 @@ Each plan is checked (``InfeasibleError``: it cannot split), its memory per GPU 
 (closed form, cheap) and dropped when it does not fit; the rest are timed in closed form
 (``twin.api.estimate``) on one prepared scenario, so no scenario is validated per plan.
 Plans that break a constraint are rejected. The best ``refine`` are then played in full,
-SimPy step and failure Monte Carlo (``twin.api.simulate``), and ranked again. The search
+SimPy step and failure Monte Carlo (``twin.api.simulate``), half of them in a forked child on
+a second core where one is free (``twin/cores.py``), and ranked again. The search
 is exhaustive when every plan of the space was evaluated or pruned.
 """
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from twin import collector
+from twin.cores import split_map
 from twin.api import (
     Prepared,
     estimate,
@@ -257,7 +259,7 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
                                 "site.electricity_price (and site.gpu_hour_price for rental)")
         valued.sort(key=lambda p: objective_of(p.estimate, objective))
         count = max(top, MIN_REFINED) if refine is None else refine
-        refined = [_played(data, p, source) for p in valued[:count]]
+        refined = split_map(lambda plan: _played(data, plan, source), valued[:count], worth=count > 1)
         refined = [p for p in refined if all(c.met(p.result) for c in bounds)]
         refined.sort(key=lambda p: objective_of(p.result, objective))
         best = (refined + valued[count:])[:top]
