@@ -128,3 +128,15 @@ def test_a_child_of_a_split_splits_no_further():
         assert parent_pids[0] == parent and parent_pids[1] != parent
         assert child_pids[0] == child_pids[1] != parent
     """)
+
+
+def test_a_split_capacity_search_gives_the_answers_of_one_process():
+    _run("""
+        import twin.api.serving as serving
+        from twin.api import load_scenario
+        scenario = load_scenario("scenarios/serve-8b-l4-vs-mig.yaml")
+        split = serving.capacity(scenario)
+        serving.split_map = lambda play, items, worth: [play(item) for item in items]
+        alone = serving.capacity(scenario)
+        assert len(split.alternatives) == 2 and split == alone
+    """)

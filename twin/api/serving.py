@@ -14,6 +14,7 @@ from twin.api.bands import SERVING_ENGINE, calibration_of
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.bands import Calibration
 from twin.calibration import Efficiency, ServingEfficiency
+from twin.cores import split_map
 from twin.hardware.specs import ClusterSpec
 from twin.power.api_prices import ApiComparison, compare_apis
 from twin.power.serving import ServingPower, serving_power
@@ -141,9 +142,12 @@ def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
     """The highest rate within the SLO of the scenario's deployment (and of each alternative);
     with ``target_rate_per_s``, the replicas and GPUs that rate needs; ``grid`` adds trial rates at
     these fractions of the offline throughput to the first deployment's sweep (a curve to draw)."""
-    first, *others = [replace(_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ()),
-                              calibration=_band(scenario, d))
-                      for i, d in enumerate(deployments(scenario))]
+    def searched(numbered: tuple[int, Deployment]) -> CapacityResult:
+        i, d = numbered
+        return replace(_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ()), calibration=_band(scenario, d))
+
+    numbered = list(enumerate(deployments(scenario)))      # half of them on a second core (twin/cores.py)
+    first, *others = split_map(searched, numbered, worth=len(numbered) > 1)
     return replace(first, alternatives=tuple(others))
 
 
