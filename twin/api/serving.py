@@ -65,9 +65,14 @@ def deployments(scenario: Scenario) -> list[Deployment]:
 def simulate_serving(scenario: Scenario) -> ServingResult:
     """Answer a serving scenario: its deployment over the load, and each alternative beside it with the
     serving band of its own GPU."""
-    first, *others = deployments(scenario)
-    alternatives = tuple(replace(_answer(scenario, d), calibration=_band(scenario, d)) for d in others)
-    return replace(_answer(scenario, first), alternatives=alternatives)
+    def answered(numbered: tuple[int, Deployment]) -> ServingResult:
+        i, d = numbered
+        answer = _answer(scenario, d)
+        return answer if i == 0 else replace(answer, calibration=_band(scenario, d))
+
+    numbered = list(enumerate(deployments(scenario)))      # half of them answered on a second core (twin/cores.py)
+    first, *others = split_map(answered, numbered, worth=len(numbered) > 1)
+    return replace(first, alternatives=tuple(others))
 
 
 def _band(scenario: Scenario, d: Deployment) -> Calibration:
