@@ -140,3 +140,16 @@ def test_a_split_capacity_search_gives_the_answers_of_one_process():
         alone = serving.capacity(scenario)
         assert len(split.alternatives) == 2 and split.to_json() == alone.to_json()
     """)
+
+
+def test_a_pool_worker_splits_nothing():
+    _run("""
+        from concurrent.futures import ProcessPoolExecutor
+        from twin.cores import can_split, one_core
+        from twin.studies.executor import die_with_parent
+        import os
+        with ProcessPoolExecutor(1, initializer=one_core) as pool:
+            assert pool.submit(can_split).result() is False
+        with ProcessPoolExecutor(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            assert pool.submit(can_split).result() is False
+    """)

@@ -15,7 +15,7 @@ The fork is taken only where it is safe and pays:
   or a Dask worker has, can leave the child waiting on a lock that no thread of it will release;
 - when the work is worth the fork's few milliseconds (``worth``, the caller's estimate);
 - not in a child of a split (a plan search's child playing its half of the plans plays each plan's Monte
-  Carlo alone).
+  Carlo alone), nor in a worker of a pool of processes that already fills the cores (``one_core``).
 
 A child that fails, dies or sends nothing back costs only time: the parent plays its half itself. The child
 leaves through ``os._exit``, without running the parent's exit handlers or flushing its buffers.
@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from twin.ticker import THREAD_NAME
 
-_in_child = False       # a child of a split splits no further: the two cores are busy
+_may_split = True       # False in a child of a split, and in a worker of a pool that already fills the cores
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -41,8 +41,15 @@ Result = TypeVar("Result")
 def can_split() -> bool:
     """Whether this process may fork a helper for half of a Monte Carlo (module docstring)."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.name != THREAD_NAME]
-    return (not _in_child and sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) >= 2
+    return (_may_split and sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) >= 2
             and threading.current_thread() is threading.main_thread() and not others)
+
+
+def one_core() -> None:
+    """This process splits nothing: a pool worker's initialiser (studies, validation), whose pool already
+    runs a process per core."""
+    global _may_split
+    _may_split = False
 
 
 def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool) -> list[Result]:
@@ -54,8 +61,8 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child: its half, pickled into the pipe, then gone
-        global _in_child
-        _in_child, code = True, 1
+        global _may_split
+        _may_split, code = False, 1
         try:
             os.close(read_fd)
             with os.fdopen(write_fd, "wb") as pipe:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from twin.cores import one_core
 from twin.errors import ScenarioError
 
 # Seconds of work a task should carry: long enough that scheduling costs (a few ms
@@ -109,7 +110,9 @@ class LocalPool(Executor):
 
 def die_with_parent(parent: int) -> None:
     """A worker's initialiser: the kernel kills this process when its parent dies (even by ``kill -9``),
-    so no worker outlives its study. Linux only (``prctl``); elsewhere a no-op."""
+    so no worker outlives its study. Linux only (``prctl``); elsewhere a no-op. The pool fills the cores:
+    the worker splits nothing over them (``twin/cores.py``)."""
+    one_core()
     if not sys.platform.startswith("linux"):
         return
     try:

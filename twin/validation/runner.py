@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import catalog
+from twin.cores import one_core
 from twin.api import build, parse_scenario, simulate
 from twin.errors import ScenarioError, TwinError
 from twin.units import parse_quantity
@@ -107,7 +108,7 @@ def run_cases(cases: list[Case], efficiency: dict[str, float] | None = None,
         return [run_case(c, efficiency, closed_form) for c in cases]
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=one_core) as pool:    # a process per core
         return list(pool.map(run_case, cases, [efficiency] * len(cases), [closed_form] * len(cases)))
 
 

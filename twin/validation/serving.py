@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from twin.calibration import Efficiency, ServingEfficiency
+from twin.cores import one_core
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
 from twin.serving.deployment import Replica, ServingSpec, replica, simulate
 from twin.serving.profiles import engine_profile
@@ -207,5 +208,5 @@ def run_cases(role: str | None = None, efficiency: ServingEfficiency | None = No
     from concurrent.futures import ProcessPoolExecutor
 
     n = len(chosen)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=one_core) as pool:    # a process per core
         return list(pool.map(run_case, chosen, [engine] * n, [efficiency] * n, [requests] * n, chunksize=8))
