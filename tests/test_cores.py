@@ -153,3 +153,24 @@ def test_a_pool_worker_splits_nothing():
         with ProcessPoolExecutor(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             assert pool.submit(can_split).result() is False
     """)
+
+
+def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
+    """Both halves of the space in order: the same tallies (equivalent ZeRO stages across the halves, plans
+    rejected by a constraint, the budget's stop) and the same plans."""
+    _run("""
+        import json
+        import twin.studies.search as search
+        from twin.api import scenario_data
+        data = scenario_data("scenarios/superpod.yaml")
+        def record(**kwargs):
+            found = search.search_plans(data, "superpod", "time", top=5, refine=0, **kwargs)
+            return json.dumps(found.to_dict(), sort_keys=True)
+        split = [record(), record(constraints=["deadline=40d"]), record(max_plans=700)]
+        search.split_map = lambda play, items, worth: [play(item) for item in items]
+        alone = [record(), record(constraints=["deadline=40d"]), record(max_plans=700)]
+        assert split == alone
+        counts = [json.loads(r) for r in alone]
+        assert counts[0]["plans_equivalent"] > 0 and counts[1]["plans_rejected"] > 0
+        assert counts[2]["exhaustive"] is False and counts[2]["plans_evaluated"] == 700
+    """)
