@@ -25,7 +25,6 @@ from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, sends_per_microbatch, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
-from twin.jobs.checkpoint import checkpoint_bytes_per_param
 from twin.jobs.model import Event, Segment
 from twin.network.collectives import CommModel
 from twin.options import PRECISIONS, Fp8Recipe
@@ -434,6 +433,8 @@ def _plan_warnings(b: Built, trained: int) -> list[str]:
                         "training.parallelism.virtual_stages above 1 to interleave")
     capacity_bytes = cluster.storage.capacity_bytes
     if capacity_bytes is not None:
+        from twin.jobs.checkpoint import checkpoint_bytes_per_param
+
         checkpoint_bytes = trained * checkpoint_bytes_per_param(tr.precision, b.finetune.frozen)
         if checkpoint_bytes > capacity_bytes:
             warnings.append(f"storage: one checkpoint ({fmt_si(checkpoint_bytes, 'B')}) exceeds the storage capacity "
