@@ -94,7 +94,7 @@ def test_a_training_run_loads_the_models_of_what_it_asks_for_only():
     their models; nor the serving engine."""
     loaded = twin_modules_after(run_code("dgx-finetune"))
     assert "twin.api.training" in loaded
-    assert not loaded & {"twin.engine.job", "twin.engine.job_loop", "twin.api.storage", "twin.storage.assess",
+    assert not loaded & {"twin.engine.job", "twin.engine.job_loop", "twin.jobs.failures", "twin.api.storage", "twin.storage.assess",
                          "twin.api.building", "twin.power.cooling", "twin.profile", "twin.power.embodied",
                          "twin.engine.deepspeed_pipe", "twin.serving.engine", "twin.results.serving"}
 

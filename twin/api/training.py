@@ -375,9 +375,9 @@ class _JobRun:
 def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnings: list[str]) -> _JobRun:
     """The job with failures (a Monte Carlo over samples), or the ideal run when failures are off."""
     sc, tr, plan, cluster = b.scenario, b.scenario.training, b.plan, b.cluster
-    policy = failure_policy_of(sc.failures, sc.cluster)
     if not sc.failures.enabled:
         return _JobRun(ideal_s, segments=[Segment(0.0, ideal_s, "train")])
+    policy = failure_policy_of(sc.failures, sc.cluster)
     if ideal_s > policy.horizon_s:
         warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
                         f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
