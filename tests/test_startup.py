@@ -75,3 +75,32 @@ def test_a_refused_file_is_refused_before_the_simulator_is_imported(tmp_path):
                 f"with contextlib.redirect_stderr(err):\n    assert main({command!r}) == 2\n"
                 f"assert err.getvalue().count('\\n') == 1, err.getvalue()")
         assert loaded_after(code) == set()
+
+
+def twin_modules_after(code: str) -> set[str]:
+    """The twin's modules that a fresh interpreter has imported after running ``code``."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('twin'))))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def run_code(scenario: str) -> str:
+    return f"from twin.api import run_file\nrun_file('scenarios/{scenario}.yaml').to_dict()"
+
+
+def test_a_training_run_loads_the_models_of_what_it_asks_for_only():
+    """No failures, training.data, site.cooling, site.profile, embodied carbon or DeepSpeed pipeline: none of
+    their models; nor the serving engine."""
+    loaded = twin_modules_after(run_code("dgx-finetune"))
+    assert "twin.api.training" in loaded
+    assert not loaded & {"twin.engine.job", "twin.engine.job_loop", "twin.jobs.failures", "twin.api.storage", "twin.storage.assess",
+                         "twin.api.building", "twin.power.cooling", "twin.profile", "twin.power.embodied",
+                         "twin.engine.deepspeed_pipe", "twin.serving.engine", "twin.results.serving"}
+
+
+def test_a_serving_run_loads_no_training_engine():
+    loaded = twin_modules_after(run_code("serve-8b-l4-vs-mig"))
+    assert "twin.serving.engine" in loaded
+    assert not loaded & {"twin.api.training", "twin.results.training", "twin.engine.step", "twin.engine.stack",
+                         "twin.engine.iteration", "twin.jobs.failures", "twin.workload.memory"}

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -45,6 +44,8 @@ class InfeasibleError(ScenarioError):
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice, or '' when none is close."""
+    import difflib          # only when a name is not known: not loaded by a command that goes well
+
     close = difflib.get_close_matches(str(name).lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
     if not close:
         return ""

@@ -13,24 +13,10 @@ from typing import TYPE_CHECKING, Any
 from twin import catalog
 from twin.api.bands import calibrated, scenario_calibration
 from twin.api.specs import cluster_of
-from twin.api.training import (
-    Built,
-    Prepared,
-    build,
-    estimate,
-    memory_of,
-    plan_memory,
-    plan_passes_floor_s,
-    plan_step_floor_s,
-    plan_step_s,
-    prepare,
-    simulate_training,
-    step_of,
-)
 from twin.network.collectives import CommModel, FabricSummary
 from twin.options import (METHODS, OBJECTIVES, PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS,
                           WEIGHT_STORAGES)
-from twin.results import Result, TrainingResult
+from twin.results import Result
 from twin.scenario import (
     Scenario,
     check_key,
@@ -47,7 +33,8 @@ from twin.calibration import Efficiency
 from twin.errors import ScenarioError
 
 if TYPE_CHECKING:
-    from twin.results import CapacityResult, OperationsResult, ServingResult
+    from twin.api.training import Prepared
+    from twin.results import CapacityResult, OperationsResult, ServingResult, TrainingResult
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
            "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
@@ -57,14 +44,19 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
            # the option tuples callers offer as choices (defined once in twin.options)
            "METHODS", "OBJECTIVES", "PRECISIONS", "RECOMPUTES", "SCHEDULES", "SERVING_PRECISIONS", "WEIGHT_STORAGES"]
 
-# Serving and operations (their engines, records and the modules below them) load when first asked for, so
-# that a training run or a plan search does not import them (PEP 562 module __getattr__).
+# Training, serving and operations (their engines, records and the modules below them) load when first
+# asked for, so that a training run or a plan search does not import serving and operations, nor a serving
+# run the training engine (PEP 562 module __getattr__).
+_TRAINING = ("Built", "Prepared", "build", "estimate", "memory_of", "plan_memory", "plan_passes_floor_s",
+             "plan_step_floor_s", "plan_step_s", "prepare", "simulate_training", "step_of")
 _SERVING = ("capacity", "gpus_for_rate", "simulate_serving")
-_RECORDS = ("CapacityResult", "OperationsResult", "ServingResult")
+_RECORDS = ("CapacityResult", "OperationsResult", "ServingResult", "TrainingResult")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SERVING:
+    if name in _TRAINING:
+        from twin.api import training as module
+    elif name in _SERVING:
         from twin.api import serving as module
     elif name == "simulate_operations":
         from twin.api import operations as module
@@ -87,6 +79,7 @@ def simulate(scenario: Scenario, closed_form: bool = False,
     if scenario.workload == "jobs":
         from twin.api.operations import simulate_operations
         return simulate_operations(scenario)
+    from twin.api.training import simulate_training
     return calibrated(simulate_training(scenario, closed_form, like), scenario)
 
 
@@ -134,6 +127,7 @@ def fabric_file(path: str | Path, profile: str | None = None) -> FabricSummary:
     """The fabric of a scenario file and where its parallel groups land, without simulating."""
     scenario = load_scenario(path, profile)
     if scenario.training is not None:
+        from twin.api.training import build
         return build(scenario).comm.summary()
     return CommModel(cluster_of(scenario.cluster), Efficiency.calibrated(scenario.efficiency)).summary()
 

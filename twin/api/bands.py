@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from twin import catalog
 from twin.bands import Calibration, nearest_band, profile_band
-from twin.profile import load_profile
 from twin.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -23,6 +22,8 @@ def calibration_of(scenario: Scenario, kind: str, gpu: str, system: str) -> Cali
     """The band of an answer of ``kind`` (training | serving) on ``gpu`` with ``system`` (its stack or
     serving engine): the site profile's when the scenario names one, else the nearest validation cases'."""
     if scenario.site.profile is not None:
+        from twin.profile import load_profile   # only for a scenario with a site profile
+
         profile = load_profile(scenario.site.profile)
         return Calibration(profile_band(profile.band_fraction, profile.name), profile.name, profile.path,
                            profile.sha256)
@@ -48,6 +49,8 @@ def calibrated(result: R, scenario: Scenario) -> R:
     gpu = node_gpu(scenario.cluster.node)
     calibration = scenario_calibration(scenario)
     if scenario.site.profile is not None:
+        from twin.profile import load_profile   # only for a scenario with a site profile
+
         profile = load_profile(scenario.site.profile)
         warnings = list(result.warnings)
         if profile.gpu and profile.gpu != gpu:

@@ -10,26 +10,27 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from twin.engine.stack import StackProfile, stack_profile
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, NodeSpec, nic_bound_storage, node_spec
-from twin.jobs.checkpoint import CheckpointPolicy
-from twin.jobs.failures import FailurePolicy
 from twin.options import KVPrecision, ServingPrecision
 from twin.power.pricing import UNPRICED, NodeForPrice, PricingRequest, hour_price
 from twin.power.site import EmbodiedRequest, SiteSpec
 from twin.scenario import Checkpoint, Cluster, Failures, InlineModel, Parallelism, Serving, Site, Training
 from twin.scenario.serving import Alternative, Engine, Lengths, Load
-from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
 from twin.workload.model import ModelSpec, model_spec
-from twin.workload.plan import PlanRequest
 
 if TYPE_CHECKING:
+    from twin.engine.stack import StackProfile
+    from twin.jobs.checkpoint import CheckpointPolicy
+    from twin.jobs.failures import FailurePolicy
     from twin.serving.deployment import ServingSpec
     from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec
+    from twin.workload.finetune import FinetuneSpec
+    from twin.workload.plan import PlanRequest
 
-# The serving specs (and the serving engine below them) are imported by the functions that build them, when
-# first called: a training run or a plan search does not load them.
+# The training and serving specs (and the engines below them) are imported by the functions that build them,
+# when first called: a training run or a plan search does not load the serving ones, nor a serving run the
+# training ones.
 
 
 def cluster_of(c: Cluster) -> ClusterSpec:
@@ -79,6 +80,8 @@ LORA_RECIPES = {"lora": (8, 16.0, ("q", "v")), "qlora": (64, 16.0, "all-linear")
 def finetune_of(tr: Training, model: ModelSpec) -> FinetuneSpec:
     """The method, its adapters and the base's storage (unwritten: the training precision's 16 bits, fp32
     for fp32 training); QLoRA implies NF4 and paged optimizer states."""
+    from twin.workload.finetune import FinetuneSpec, LoraSpec, matrix_shape, resolve_targets, weight_format
+
     if tr.method == "full":
         return FinetuneSpec("full", weight_format(tr.weights, tr.precision).name)
     rank, alpha, targets = LORA_RECIPES[tr.method]
@@ -98,6 +101,8 @@ def finetune_of(tr: Training, model: ModelSpec) -> FinetuneSpec:
 
 def stack_of(tr: Training) -> StackProfile:
     """The software stack of a training scenario: its catalog profile with the scenario's own values over it."""
+    from twin.engine.stack import stack_profile
+
     choice = tr.stack
     if isinstance(choice, str):
         profile, options = stack_profile(choice, "training.stack"), {}
@@ -115,6 +120,8 @@ def stack_of(tr: Training) -> StackProfile:
 
 def plan_request_of(p: Parallelism, stack: StackProfile) -> PlanRequest:
     """The plan the scenario asks for; the stack decides which data-parallel collectives overlap compute."""
+    from twin.workload.plan import PlanRequest
+
     return PlanRequest(
         tensor=p.tensor, pipeline=p.pipeline, data=None if p.data == "auto" else p.data, expert=p.expert,
         microbatch=p.microbatch, virtual_stages=p.virtual_stages, schedule=p.schedule,
@@ -124,10 +131,14 @@ def plan_request_of(p: Parallelism, stack: StackProfile) -> PlanRequest:
 
 
 def checkpoint_policy_of(ck: Checkpoint) -> CheckpointPolicy:
+    from twin.jobs.checkpoint import CheckpointPolicy
+
     return CheckpointPolicy(interval_s=None if ck.interval == "auto" else ck.interval, asynchronous=ck.asynchronous)
 
 
 def failure_policy_of(f: Failures, c: Cluster) -> FailurePolicy:
+    from twin.jobs.failures import FailurePolicy
+
     return FailurePolicy(
         profile=f.profile, seed=f.seed, samples=f.samples, rate_scale=f.rate_scale,
         custom_rates=tuple(f.custom_rates.items()), detection_s=f.detection_time, relaunch_s=f.restart_time,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from twin.api.building import building_of
-from twin.api.storage import data_feed_of, storage_of, storage_warnings, with_data_wait
 from twin.api.specs import (
     checkpoint_policy_of,
     cluster_of,
@@ -19,7 +18,6 @@ from twin.api.specs import (
 )
 from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
-from twin.engine.job import FailureSummary, job_spec, job_summary, monte_carlo
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
 from twin.engine.stage_costs import StepCosts, chunks_work_s, stage_passes_s, step_costs, step_extras_s
@@ -27,7 +25,6 @@ from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.engine.step import StepBreakdown, sends_per_microbatch, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
-from twin.jobs.checkpoint import checkpoint_bytes_per_param
 from twin.jobs.model import Event, Segment
 from twin.network.collectives import CommModel
 from twin.options import PRECISIONS, Fp8Recipe
@@ -41,6 +38,10 @@ from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
+
+if TYPE_CHECKING:
+    from twin.engine.job import FailureSummary
+
 
 @dataclass(frozen=True)
 class Built:
@@ -318,6 +319,18 @@ def simulate_training(scenario: Scenario, closed_form: bool = False, like: Prepa
     built = build(scenario, like)
     iteration = None if closed_form else simulate_iteration(built.costs, built.plan)
     step = step_time(built.costs, built.plan) if iteration is None else iteration.breakdown
+    if scenario.training.data is None and scenario.site.cooling is None:
+        return _result(built, step, iteration)
+    return _with_data_and_building(scenario, built, step, iteration)
+
+
+def _with_data_and_building(scenario: Scenario, built: Built, step: StepBreakdown,
+                            iteration: IterationResult | None) -> TrainingResult:
+    """The result of a scenario with ``training.data`` (the step waits for its loader; the storage record)
+    or ``site.cooling`` (the building's year); their models load only for such a scenario."""
+    from twin.api.building import building_of
+    from twin.api.storage import data_feed_of, storage_of, storage_warnings, with_data_wait
+
     feed = data_feed_of(scenario, built.cluster, built.plan.gpus, step)
     result = _result(built, with_data_wait(step, feed), iteration)
     storage = storage_of(scenario, built.cluster, result, step.step_s)
@@ -362,13 +375,15 @@ class _JobRun:
 def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnings: list[str]) -> _JobRun:
     """The job with failures (a Monte Carlo over samples), or the ideal run when failures are off."""
     sc, tr, plan, cluster = b.scenario, b.scenario.training, b.plan, b.cluster
-    policy = failure_policy_of(sc.failures, sc.cluster)
     if not sc.failures.enabled:
         return _JobRun(ideal_s, segments=[Segment(0.0, ideal_s, "train")])
+    policy = failure_policy_of(sc.failures, sc.cluster)
     if ideal_s > policy.horizon_s:
         warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
                         f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
         return _JobRun(policy.horizon_s, finished=False, segments=[Segment(0.0, policy.horizon_s, "train")])
+    from twin.engine.job import job_spec, job_summary, monte_carlo   # the job simulation: only with failures on
+
     spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, trained, tr.precision,
                     tr.tokens, plan.gpus, plan.data, plan.tokens_per_step, step.step_s, b.finetune.frozen)
     stats = monte_carlo(spec, policy.seed, policy.samples)
@@ -418,6 +433,8 @@ def _plan_warnings(b: Built, trained: int) -> list[str]:
                         "training.parallelism.virtual_stages above 1 to interleave")
     capacity_bytes = cluster.storage.capacity_bytes
     if capacity_bytes is not None:
+        from twin.jobs.checkpoint import checkpoint_bytes_per_param
+
         checkpoint_bytes = trained * checkpoint_bytes_per_param(tr.precision, b.finetune.frozen)
         if checkpoint_bytes > capacity_bytes:
             warnings.append(f"storage: one checkpoint ({fmt_si(checkpoint_bytes, 'B')}) exceeds the storage capacity "

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from twin.engine.deepspeed_pipe import lockstep_pipeline
 from twin.engine.stage_costs import StepCosts
 from twin.workload.plan import ParallelPlan
 
@@ -148,6 +147,8 @@ def _deepspeed_pipeline(costs: StepCosts, plan: ParallelPlan, rows: list[StageMi
                         busiest: int) -> tuple[float, float, float, float]:
     """(pipeline, sends, fill and drain, lockstep wait) of DeepSpeed's ``TrainSchedule`` (``deepspeed_pipe``):
     the fill and drain are 1F1B's on the same passes, the lockstep the rest of the wait."""
+    from twin.engine.deepspeed_pipe import lockstep_pipeline     # only for a DeepSpeed pipeline
+
     lock = lockstep_pipeline(costs, plan)
     work = [r.total_s - r.sends_s for r in rows]
     fill_drain = sum(work) - work[busiest]

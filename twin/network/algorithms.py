@@ -186,7 +186,7 @@ def layout(members: np.ndarray, gpus_per_node: int) -> tuple[np.ndarray, int, in
     srt = np.sort(members, axis=1)
     n = srt.shape[1]
     nodes = srt // gpus_per_node
-    m = int(len(np.unique(nodes[0])))
+    m = len(set(nodes[0].tolist()))       # a set, not np.unique: that loads numpy.ma on first use
     k = n // m
     uniform = n == m * k and bool((nodes.reshape(len(srt), m, k) == nodes.reshape(len(srt), m, k)[:, :, :1]).all())
     return srt, m, k, uniform

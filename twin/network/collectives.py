@@ -164,7 +164,7 @@ class CommModel:
         if phase.intra_scale != 1.0 and len(link):
             load = np.where(fab.tier[link] <= TIERS.index("pcie"), load * phase.intra_scale, load)
         rates = max_min_rates(co, link, load, fab.capacity_Bps, phase.coflows)
-        tiers = np.unique(fab.tier[link]) if len(link) else []
+        tiers = set(fab.tier[link].tolist())      # a set, not np.unique: that loads numpy.ma on first use
         reach = max((_TIER_NAMES.get(int(t), "none") for t in tiers), key=_REACH_ORDER.index, default="none")
         return float(rates.min()), reach
 

@@ -9,6 +9,7 @@ country (``cost``). The API calls it once per result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
@@ -17,7 +18,6 @@ from twin.network.collectives import FabricSummary
 from twin.options import Accounting
 from twin.power.capping import clock_factor
 from twin.power.cost import CountryFigures, CountryRates, country_figures, country_rates, rental_cost_eur
-from twin.power.embodied import Embodied, embodied, embodied_spec
 from twin.power.energy import (
     ClusterPower,
     PowerSegment,
@@ -36,6 +36,9 @@ from twin.power.pricing import Cost, GpuHourPrice, cost
 from twin.power.rack import RackPower, rack_power, rack_warning
 from twin.power.site import SiteSpec
 from twin.units import JOULES_PER_KWH
+
+if TYPE_CHECKING:
+    from twin.power.embodied import Embodied
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ def assess_at(f: Facility, step: StepBreakdown, gpus_used: int, time_s: float,
     emb = None
     asked = site.embodied
     if asked is not None:
+        from twin.power.embodied import embodied, embodied_spec      # only for a site that asks for it
+
         spec = embodied_spec(gpu, asked.method, asked.gpu_kg, asked.server_kg, asked.lifetime_years, asked.utilization)
         emb = embodied(spec, reserved_gpu_hours, cluster.node.gpus)
     return PowerAssessment(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.engine.step import PART_LABELS
 from twin.formatting import fmt_co2e_kg, fmt_energy_kwh, fmt_money_eur, fmt_number
 from twin.report.format import METHOD_NAMES, table
 from twin.units import fmt_bytes, fmt_count, fmt_duration, fmt_si
@@ -25,6 +24,8 @@ def finetune_line(r: dict[str, Any]) -> str | None:
 
 def _step_lines(r: dict[str, Any]) -> list[str]:
     """The cluster and plan, the method, memory per GPU, the step and the throughput."""
+    from twin.engine.step import PART_LABELS     # the step model: not loaded for a serving or jobs summary
+
     out = [f"Cluster       {r['gpus_total']:,} GPUs, {r['gpus_used']:,} used; plan {r['plan']['description']}; "
            f"stack {r['stack']['name']}"]
     method = finetune_line(r)

@@ -11,17 +11,22 @@ sources; the serialiser and the JSON helpers); ``training``, ``serving`` (servin
 from typing import Any
 
 from twin.results.core import LIST_SEPARATOR, SCHEMA_VERSION, Layout, Record, Result, finite, flatten, plain, serialise
-from twin.results.power import power_record
-from twin.results.training import PlanEstimate, TrainingResult, finetune_record, training_record
 
-# The serving and operations records (and the engines they import) load when first asked for, so that a
-# training run or a plan search does not import them (PEP 562 module __getattr__).
+# The records of each workload (and the engines they import) load when first asked for, so that a training
+# run or a plan search does not import the serving and operations ones, nor a serving run the training
+# one (PEP 562 module __getattr__).
+_TRAINING = ("PlanEstimate", "TrainingResult", "finetune_record", "training_record")
+_POWER = ("power_record",)
 _OPERATIONS = ("CarbonAware", "OperationsResult", "operations_record")
 _SERVING = ("CapacityResult", "ServingResult", "capacity_record", "serving_record")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _OPERATIONS:
+    if name in _TRAINING:
+        from twin.results import training as module
+    elif name in _POWER:
+        from twin.results import power as module
+    elif name in _OPERATIONS:
         from twin.results import operations as module
     elif name in _SERVING:
         from twin.results import serving as module

@@ -19,9 +19,10 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from twin.power.assess import PowerAssessment
+if TYPE_CHECKING:
+    from twin.power.assess import PowerAssessment
 
 # 2: cluster.nodes counts spares (gpus_total and fabric.nodes are the whole cluster); failures.finished_samples.
 SCHEMA_VERSION = 2

@@ -8,24 +8,26 @@ fine-tuning and power blocks, and the keys derived from the step, the memory and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from twin.bands import TRAINING_KEYS, Calibration, with_calibration
 from twin.engine.iteration import Span
-from twin.engine.job import FailureSummary
 from twin.jobs.model import Event, Segment
 from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
-from twin.power.cooling import BuildingYear
 from twin.power.pricing import Cost
 from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, site_costs
 from twin.results.power import power_record, site_cost_record
-from twin.storage.assess import StorageReport
 from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
 from twin.workload.plan import ParallelPlan
+
+if TYPE_CHECKING:      # the failures, storage and building models load only for a scenario that asks for them
+    from twin.engine.job import FailureSummary
+    from twin.power.cooling import BuildingYear
+    from twin.storage.assess import StorageReport
 
 
 def _headline(r: TrainingResult) -> dict[str, Any]:

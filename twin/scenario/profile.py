@@ -7,8 +7,6 @@ scenario writes itself overrides the profile. A relative path is read beside the
 from pathlib import Path
 from typing import Any
 
-from twin.profile import load_profile
-
 
 def resolve_profile_path(data: Any, base: Path, profile: str | None = None) -> Any:
     """``data`` with ``site.profile`` made absolute against ``base`` (or set to ``profile``, a command's
@@ -30,6 +28,8 @@ def with_profile(data: Any) -> Any:
     site = data.get("site") if isinstance(data, dict) else None
     if not isinstance(site, dict) or not isinstance(site.get("profile"), str):
         return data
+    from twin.profile import load_profile      # hashlib and the profile's records: only for a scenario with one
+
     overlay = load_profile(site["profile"]).overlay()
     out = dict(data)
     for section, values in overlay.items():
