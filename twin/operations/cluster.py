@@ -149,8 +149,10 @@ class _Cluster:
                 self._go(job)
 
         def running() -> list[Running]:
-            return [Running(j.estimated_end(self.env.now), tuple(j.nodes), j.need.gpus)
-                    for j in self.running.values() if j.kind is JobKind.TRAINING]
+            """The running training jobs as (estimated end, nodes, GPUs per node): plain tuples, built at every
+            reservation."""
+            return [(j.estimated_end(now), j.nodes, j.need.gpus) for j in self.running.values()
+                    if j.kind is JobKind.TRAINING]
 
         decision = schedule(self.spec.policy, self.nodes.pool, self.queue, running, now, self.fair,
                             self.hold)

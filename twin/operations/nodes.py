@@ -147,8 +147,11 @@ class NodePool:
         candidates = None
         own = {self.node_su[n] for n in job.nodes}
         if own and job.need.gpus == self.gpn:
-            elsewhere = frozenset(n for n in range(self.cluster.nodes) if self.node_su[n] not in own)
-            candidates = self.pool.choose(need, "first-fit", elsewhere)
+            elsewhere = 0                                # the nodes of the other SUs, as a bit mask
+            for su, mask in self.pool.su_masks:
+                if su not in own:
+                    elsewhere |= mask
+            candidates = self.pool.pick(need, "first-fit", elsewhere)
         if candidates is None:
             candidates = self.pool.choose(need, self.placement)
         if candidates is not None:

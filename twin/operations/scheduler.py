@@ -42,12 +42,19 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import itemgetter
+from typing import NamedTuple
 
+from twin.operations.pool import Need, Pool, node_mask
 from twin.options import PLACEMENTS, Placement, SchedulerPolicy
 from twin.options import SCHEDULER_POLICIES as POLICIES
+
+__all__ = ["DEFAULT_BACKFILL_DEPTH", "DEFAULT_FAIR_SHARE_HALF_LIFE_S", "Decision", "FairShare", "Hold", "Need",
+           "Partitions", "Policy", "Pool", "Queue", "Running", "Slot", "Waiting", "order", "place_service",
+           "release_slot", "reservation", "schedule"]
 # SLURM's default_queue_depth: jobs a scheduling pass considers behind the head.
 DEFAULT_BACKFILL_DEPTH = 100
 # SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
@@ -69,108 +76,6 @@ class Policy:
                              f"known: {', '.join(POLICIES)}; {', '.join(PLACEMENTS)}")
 
 
-@dataclass(frozen=True)
-class Need:
-    """What a job holds: ``nodes`` whole nodes, or ``gpus`` GPUs of one node."""
-    nodes: int
-    gpus: int                                    # per node; every GPU of a node for a multi-node job
-
-
-class Pool:
-    """Free GPUs of every node the scheduler may use (not a spare, not in repair), with counts for quick tests."""
-
-    def __init__(self, gpus_per_node: int, node_su: list[int]):
-        self.gpn = gpus_per_node
-        self.su = node_su
-        n = len(node_su)
-        self.free = [gpus_per_node] * n
-        self.usable = [True] * n
-        self.by_free = [0] * (gpus_per_node + 1)   # usable nodes by their free GPUs
-        self.by_free[gpus_per_node] = n
-
-    def copy(self) -> "Pool":
-        other = Pool.__new__(Pool)
-        other.gpn, other.su = self.gpn, self.su
-        other.free, other.usable, other.by_free = list(self.free), list(self.usable), list(self.by_free)
-        return other
-
-    def _count(self, node: int, sign: int) -> None:
-        if self.usable[node]:
-            self.by_free[self.free[node]] += sign
-
-    def take(self, nodes: list[int], gpus: int) -> None:
-        for n in nodes:
-            self._count(n, -1)
-            self.free[n] -= gpus
-            self._count(n, +1)
-
-    def give(self, nodes: list[int], gpus: int) -> None:
-        for n in nodes:
-            self._count(n, -1)
-            self.free[n] += gpus
-            self._count(n, +1)
-
-    def set_usable(self, node: int, usable: bool) -> None:
-        if self.usable[node] != usable:
-            self._count(node, -1)
-            self.usable[node] = usable
-            self._count(node, +1)
-
-    @property
-    def whole_nodes(self) -> int:
-        return self.by_free[self.gpn]
-
-    def fits(self, need: Need) -> bool:
-        """Enough free GPUs now, ignoring nodes to avoid (a quick test before ``choose``)."""
-        if need.gpus == self.gpn:
-            return self.by_free[self.gpn] >= need.nodes
-        return any(self.by_free[f] for f in range(need.gpus, self.gpn + 1))
-
-    def choose(self, need: Need, placement: str, avoid: frozenset[int] = frozenset()) -> list[int] | None:
-        """Nodes for ``need`` by the placement policy, or None when it does not fit."""
-        if not self.fits(need):
-            return None
-        free, usable = self.free, self.usable
-        if need.gpus < self.gpn or need.nodes == 1 and placement == "first-fit":
-            candidates = [n for n in range(len(free)) if usable[n] and free[n] >= need.gpus and n not in avoid]
-            if not candidates:
-                return None
-            if placement == "first-fit":
-                return [candidates[0]]
-            return [min(candidates, key=lambda n: (free[n], n))]
-        whole = [n for n in range(len(free)) if usable[n] and free[n] == self.gpn and n not in avoid]
-        if len(whole) < need.nodes:
-            return None
-        if placement == "first-fit":
-            return whole[:need.nodes]
-        return _pack(whole, self.su, need.nodes)
-
-
-def _pack(whole: list[int], su: list[int], k: int) -> list[int]:
-    """``k`` of the ``whole`` free nodes: in the SU that fits them most tightly, else the fewest adjacent SUs."""
-    by_su: dict[int, list[int]] = {}
-    for n in whole:
-        by_su.setdefault(su[n], []).append(n)
-    fitting = [s for s, nodes in by_su.items() if len(nodes) >= k]
-    if fitting:
-        best = min(fitting, key=lambda s: (len(by_su[s]), s))
-        return by_su[best][:k]
-    units = sorted(by_su)
-    best_window = None
-    for width in range(2, len(units) + 1):
-        for start in range(len(units) - width + 1):
-            window = units[start:start + width]
-            total = sum(len(by_su[s]) for s in window)
-            if total >= k and (best_window is None or total < best_window[0]):
-                best_window = (total, window)
-        if best_window:
-            break
-    chosen: list[int] = []
-    for s in sorted(best_window[1], key=lambda s: (-len(by_su[s]), s)):
-        chosen += by_su[s][:k - len(chosen)]
-    return sorted(chosen)
-
-
 @dataclass
 class Waiting:
     """A queued job as the scheduler sees it."""
@@ -182,11 +87,11 @@ class Waiting:
     release_s: float                             # when it entered the queue
 
 
-@dataclass(frozen=True)
-class Running:
-    """A running job as the scheduler sees it: when it should end and what it will free."""
+class Running(NamedTuple):
+    """A running job as the scheduler sees it: when it should end and what it will free. A plain tuple in
+    this order serves as well (the cluster lists its running jobs as tuples at every reservation)."""
     estimated_end_s: float
-    nodes: tuple[int, ...]
+    nodes: Sequence[int]
     gpus: int                                    # per node
 
 
@@ -196,6 +101,10 @@ class Hold:
     index: int
     start_s: float
     nodes: frozenset[int]
+    mask: int = field(init=False, repr=False, compare=False)     # the nodes as a bit mask (``pool.node_mask``)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mask", node_mask(self.nodes))
 
 
 @dataclass
@@ -299,26 +208,29 @@ def order(policy: Policy, queue: list[Waiting], fair: FairShare | None) -> list[
     return list(Queue(queue).ordered(policy, fair))
 
 
-def _avoid(hold: Hold | None, job: Waiting, now: float) -> frozenset[int]:
+def _avoid(hold: Hold | None, job: Waiting, now: float) -> int:
+    """The held nodes (a bit mask) when ``job`` would still run at the hold's start, else none."""
     if hold is None or job.index == hold.index or now >= hold.start_s or now + job.estimate_s <= hold.start_s:
-        return frozenset()
-    return hold.nodes
+        return 0
+    return hold.mask
 
 
 def reservation(pool: Pool, head: Waiting, running: list[Running], placement: str) -> tuple[float, frozenset[int]]:
-    """When and where the blocked head could start as the running jobs end by their estimates."""
+    """When and where the blocked head could start as the running jobs end by their estimates (in the order
+    of their estimated ends, ties in the order listed)."""
     future = pool.copy()
-    for job in sorted(running, key=lambda r: r.estimated_end_s):
-        future.give(list(job.nodes), job.gpus)
-        if future.fits(head.need):
-            nodes = future.choose(head.need, placement)
-            if nodes is not None:
-                return job.estimated_end_s, frozenset(nodes)
+    need = head.need
+    for end_s, nodes, gpus in sorted(running, key=itemgetter(0)):
+        future.give(nodes, gpus)
+        if future.fits(need):
+            chosen = future.pick(need, placement)
+            if chosen is not None:
+                return end_s, frozenset(chosen)
     return math.inf, frozenset()
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
+    """What a scheduling pass decided."""
     starts: list[tuple[int, list[int]]]          # (job index, nodes)
     head: int | None = None                      # the blocked head, when one holds a reservation
     head_start_s: float = math.inf               # its reserved start
@@ -331,42 +243,43 @@ def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: 
     A pass reads the queue's head: the jobs that start in order, the blocked head, and ``depth`` behind it."""
     state = pool.copy()
     starts: list[tuple[int, list[int]]] = []
-    started: list[Running] = []
+    started: list[tuple[float, list[int], int]] = []
     waiting = (queue if isinstance(queue, Queue) else Queue(queue)).ordered(policy, fair)
     head = None
     for job in waiting:
-        nodes = state.choose(job.need, policy.placement, _avoid(hold, job, now))
+        nodes = state.pick(job.need, policy.placement, _avoid(hold, job, now))
         if nodes is None:
             head = job
             break
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
-        started.append(Running(now + job.estimate_s, tuple(nodes), job.need.gpus))
+        started.append((now + job.estimate_s, nodes, job.need.gpus))
     if head is None or policy.name == "fifo":
         return Decision(starts)
     candidates = [w for w in islice(waiting, policy.depth) if state.fits(w.need)]
     if not candidates:
         return Decision(starts)
     shadow, reserved = reservation(state, head, running() + started, policy.placement)
-    return Decision(starts + _backfill(policy, state, candidates, shadow, reserved, now, hold), head.index, shadow)
+    return Decision(starts + _backfill(policy, state, candidates, shadow, node_mask(reserved), now, hold), head.index,
+                    shadow)
 
 
-def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved: frozenset[int],
+def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved_mask: int,
               now: float, hold: Hold | None) -> list[tuple[int, list[int]]]:
-    """EASY backfill behind the blocked head reserved ``reserved`` nodes from ``shadow``: the candidates that
-    start now without delaying it. ``state`` takes their GPUs."""
+    """EASY backfill behind the blocked head reserved ``reserved_mask`` nodes from ``shadow``: the candidates
+    that start now without delaying it. ``state`` takes their GPUs."""
     # Within a pass GPUs only get taken: what did not fit once does not fit again.
-    failed: set[tuple[Need, frozenset[int]]] = set()
+    failed: set[tuple[Need, int]] = set()
     starts: list[tuple[int, list[int]]] = []
     for job in candidates:
         if not state.fits(job.need):
             continue
         avoid = _avoid(hold, job, now)
         if now + job.estimate_s > shadow:
-            avoid = avoid | reserved
+            avoid |= reserved_mask
         if (job.need, avoid) in failed:
             continue
-        nodes = state.choose(job.need, policy.placement, avoid)
+        nodes = state.pick(job.need, policy.placement, avoid)
         if nodes is None:
             failed.add((job.need, avoid))
             continue
@@ -428,7 +341,7 @@ def place_service(pool: Pool, parts: Partitions, devices: int, per_replica: int,
             slots.append(Slot(nodes[0], split.next_id, take))
             split.next_id += 1
             left -= take
-    pool.free, pool.by_free = trial.free, trial.by_free
+    pool.adopt(trial)
     parts.gpus, parts.next_id = split.gpus, split.next_id
     return slots
 
