@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import itemgetter
@@ -59,6 +60,8 @@ __all__ = ["DEFAULT_BACKFILL_DEPTH", "DEFAULT_FAIR_SHARE_HALF_LIFE_S", "Decision
 DEFAULT_BACKFILL_DEPTH = 100
 # SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
 DEFAULT_FAIR_SHARE_HALF_LIFE_S = 7 * 86400.0
+# A ``priority`` queue up to this long is sorted whole at each pass rather than merged lazily by tenant.
+SORTED_QUEUE_UP_TO = 512
 
 
 @dataclass(frozen=True)
@@ -122,15 +125,25 @@ class FairShare:
             return
         rate = math.log(2) / self.half_life_s
         keep = math.exp(-rate * dt)
-        for tenant in set(self.usage) | set(allocated):
-            self.usage[tenant] = self.usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * (1 - keep) / rate
+        usage = self.usage
+        # Tenants already counted keep their place (and the order the usage is summed in); new ones join.
+        tenants = usage if usage.keys() >= allocated.keys() else set(usage) | set(allocated)
+        for tenant in tenants:
+            usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * (1 - keep) / rate
         self.updated_s = now
 
     def factor(self, tenant: str) -> float:
+        return self.factors([tenant])[0]
+
+    def factors(self, tenants: Iterable[str]) -> list[float]:
+        """The factor of each of ``tenants`` (the usage summed once for all of them)."""
         total = sum(self.usage.values())
-        used = self.usage.get(tenant, 0.0) / total if total > 0 else 0.0
-        share = self.shares.get(tenant) or (1.0 / max(1, len(self.shares)) if self.shares else 1.0)
-        return 2.0 ** (-used / share)
+        out = []
+        for tenant in tenants:
+            used = self.usage.get(tenant, 0.0) / total if total > 0 else 0.0
+            share = self.shares.get(tenant) or (1.0 / max(1, len(self.shares)) if self.shares else 1.0)
+            out.append(2.0 ** (-used / share))
+        return out
 
 
 def _fifo_key(w: Waiting) -> tuple[float, float, int]:
@@ -185,11 +198,19 @@ class Queue:
         return list(self._jobs.values())
 
     def ordered(self, policy: Policy, fair: FairShare | None) -> Iterator[Waiting]:
-        """The waiting jobs in the order the policy considers them, produced lazily."""
+        """The waiting jobs in the order the policy considers them, produced lazily. Under ``priority`` a
+        single tenant's lane is already in order; several are merged with their factors: a short queue (a
+        pass then reads most of it) is sorted at once, a long one merged lazily."""
         jobs = self._jobs
-        if policy.name == "priority" and fair is not None:
-            lanes = [_with_factor(lane, -fair.factor(tenant)) for tenant, lane in self._tenants.items()]
+        if policy.name == "priority" and fair is not None and len(self._tenants) > 1:
+            factors = fair.factors(self._tenants)
+            lanes = [_with_factor(lane, -f) for lane, f in zip(self._tenants.values(), factors)]
+            if len(jobs) <= SORTED_QUEUE_UP_TO:
+                return (jobs[i] for _, i in sorted(itertools.chain.from_iterable(lanes)))
             return (jobs[i] for _, i in heapq.merge(*lanes))
+        if policy.name == "priority" and fair is not None and self._tenants:
+            (lane,) = self._tenants.values()
+            return (jobs[i] for _, i in lane)
         return (jobs[i] for _, i in self._fifo)
 
 
@@ -241,6 +262,8 @@ def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: 
     """One scheduling pass: the jobs to start now, in order, and their nodes. ``pool`` and ``queue`` are not
     changed; ``running()`` lists the running jobs, asked for only when a backfill reservation is computed.
     A pass reads the queue's head: the jobs that start in order, the blocked head, and ``depth`` behind it."""
+    if not queue:
+        return Decision([])
     state = pool.copy()
     starts: list[tuple[int, list[int]]] = []
     started: list[tuple[float, list[int], int]] = []
