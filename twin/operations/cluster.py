@@ -51,7 +51,8 @@ from twin.jobs.rules import requeue_s, restart_s
 from twin.operations.jobs import JobRequest, Service, Shape
 from twin.operations.meter import PowerMeter
 from twin.operations.nodes import NodePool
-from twin.operations.progress import ClusterJob, ServiceJob, TrainingJob, service_job, training_job
+from twin.operations.progress import (ClusterJob, ServiceJob, ShapePlan, TrainingJob, service_job, shape_plan,
+                                     training_job)
 from twin.operations.records import (FINISHED, TIMEOUT, UNFINISHED, ClusterRun, JobOutcome, NodeSpan,
                                      OperationsSpec, PowerSegments, Series)
 from twin.operations.scheduler import FairShare, Hold, Need, Queue, Running, Waiting, schedule
@@ -84,9 +85,12 @@ class _Cluster:
         self.profile = policy_profile(failures) if failures is not None else None
         self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._row)
         self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._row)
+        plans: dict[tuple[str, int], ShapePlan] = {}
+        for key in dict.fromkeys((req.template, req.gpus) for req in jobs if req.template not in services):
+            plans[key] = shape_plan(shapes[key], steps, cluster, self.profile)
         self.jobs: list[ClusterJob] = [
             self._queued(service_job(i, req, services[req.template]) if req.template in services
-                         else training_job(i, req, shapes[(req.template, req.gpus)], steps, cluster, self.profile),
+                         else training_job(i, req, shapes[(req.template, req.gpus)], plans[(req.template, req.gpus)]),
                          site_clock) for i, req in enumerate(jobs)]
         self.queue = Queue()                              # training jobs, in each policy's order
         self.service_queue: dict[int, ServiceJob] = {}    # serving jobs, in release order

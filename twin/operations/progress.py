@@ -285,23 +285,38 @@ def training_activity(gpu: GPUPower, solo: PricedStep, step_s: float, checkpoint
     return (avg_w - gpu.idle_w) / span if span > 0 else 0.0
 
 
-def training_job(index: int, req: JobRequest, shape: Shape, steps: StepTimes, cluster: ClusterSpec,
-                 profile: FailureProfile | None) -> TrainingJob:
-    """A training job: its steps (tokens, or its duration alone at its packed step time), its checkpoint and
-    Young/Daly interval for its own failure rate (none without failures)."""
+@dataclass(frozen=True)
+class ShapePlan:
+    """What every job of one shape shares: its step alone on a packed placement, its checkpoint and Young/Daly
+    interval for its own failure rate (none without failures), what it holds."""
+    packed: PricedStep
+    checkpoint: CheckpointCost
+    interval: int | None
+    need: Need
+
+
+def shape_plan(shape: Shape, steps: StepTimes, cluster: ClusterSpec, profile: FailureProfile | None) -> ShapePlan:
+    """The plan of the jobs of ``shape`` on ``cluster`` (computed once per shape and run)."""
     gpn = cluster.node.gpus
-    packed = steps.priced(shape, steps.packed_class(req.gpus))
+    packed = steps.priced(shape, steps.packed_class(shape.gpus))
+    nodes = nodes_needed(shape.gpus, gpn)
+    cost, interval = checkpoint_plan(shape.checkpoint, shape.params, shape.precision, shape.frozen, cluster, nodes,
+                                     shape.plan.gpus, packed.step_s, profile)
+    need = Need(nodes, gpn) if shape.gpus > gpn else Need(1, shape.gpus)
+    return ShapePlan(packed, cost, interval, need)
+
+
+def training_job(index: int, req: JobRequest, shape: Shape, plan: ShapePlan) -> TrainingJob:
+    """A training job of ``shape`` (its ``plan``): its steps are its tokens, or its duration alone at its packed
+    step time."""
+    packed = plan.packed
     if req.tokens is not None:                          # as the single-job twin: tokens / tokens per step
         iterations = req.tokens / shape.plan.tokens_per_step
     else:
         iterations = req.duration_s / packed.step_s
-    nodes = nodes_needed(req.gpus, gpn)
-    cost, interval = checkpoint_plan(shape.checkpoint, shape.params, shape.precision, shape.frozen, cluster, nodes,
-                                     shape.plan.gpus, packed.step_s, profile)
     ideal = iterations * packed.step_s
-    need = Need(nodes, gpn) if req.gpus > gpn else Need(1, req.gpus)
-    return TrainingJob(index, req, need, iterations, packed.step_s, cost, interval, req.submit_s,
-                       min(req.time_limit_s, ideal), shape=shape)
+    return TrainingJob(index, req, plan.need, iterations, packed.step_s, plan.checkpoint, plan.interval,
+                       req.submit_s, min(req.time_limit_s, ideal), shape=shape)
 
 
 def service_job(index: int, req: JobRequest, service: Service) -> ServiceJob:
