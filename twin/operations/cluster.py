@@ -44,6 +44,7 @@ from collections import Counter
 import numpy as np
 import simpy
 
+from twin import collector
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.failures import FailurePolicy, drawn_component, policy_profile
 from twin.jobs.model import JobKind, Phase
@@ -455,5 +456,6 @@ def simulate_cluster(cluster: ClusterSpec, steps: StepTimes, jobs: list[JobReque
     """Play ``jobs`` on the cluster under ``spec`` with step times from ``steps`` (its cache may serve
     several runs); training jobs run their ``shapes``, serving jobs their ``services``; the same inputs give
     the same run."""
-    return _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
-                    site_clock).run()
+    with collector.paused():           # its jobs, events and records live until the run ends (twin/collector.py)
+        return _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
+                        site_clock).run()
