@@ -293,6 +293,7 @@ class _Cluster:
                     job.advance(env.now)
                     if job.done >= job.iterations * (1 - STEP_TOLERANCE):
                         job.done = job.iterations
+                        job.end_estimate_s = None
                         self._end(job, FINISHED)
                         return
                 elif job.phase == RESTART:
