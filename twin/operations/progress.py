@@ -109,6 +109,11 @@ class ClusterJob(ABC):
     def activity(self, steps: StepTimes, gpu: GPUPower) -> float:
         """A used GPU's mean share of its dynamic range while the job works."""
 
+    @property
+    @abstractmethod
+    def activity_key(self) -> tuple | None:
+        """What ``activity`` is a function of within one run, for a meter to keep it (None: not worth keeping)."""
+
     @abstractmethod
     def set_speed(self, steps: StepTimes) -> None:
         """Its step time and rate where it runs now."""
@@ -217,6 +222,11 @@ class TrainingJob(ClusterJob):
         return training_activity(gpu, steps.priced(self.shape, self.placement), self.step_s, self.checkpoint,
                                  self.interval)
 
+    @property
+    def activity_key(self) -> tuple:
+        """Its shape (which sets its checkpoint and interval in a run), placement class and step time."""
+        return self.shape.key, self.placement, self.step_s
+
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = steps.step_s(self.shape, self.placement, self.share)
         self.rate = fluid_rate_per_s(self.step_s, self.checkpoint, self.interval)
@@ -261,6 +271,10 @@ class ServiceJob(ClusterJob):
 
     def activity(self, steps: StepTimes, gpu: GPUPower) -> float:
         return self.service.activity
+
+    @property
+    def activity_key(self) -> None:
+        return None
 
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = self.rate = 1.0

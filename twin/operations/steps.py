@@ -109,6 +109,7 @@ class StepTimes:
             self._pool_id[key] = rid
         self._priced: dict[tuple, PricedStep] = {}
         self._canonical: dict[tuple, _Canonical | None] = {}
+        self._traffic: dict[tuple, Traffic | None] = {}
 
     # -- classes -------------------------------------------------------------------------
     def classify(self, nodes: tuple[int, ...], gpus: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -203,12 +204,18 @@ class StepTimes:
         return found
 
     def traffic(self, shape: Shape, cls: tuple[int, ...], sus: tuple[int, ...]) -> Traffic | None:
-        """The job's representative traffic on the pools of its SUs ``sus``, or None when it crosses no pool."""
+        """The job's representative traffic on the pools of its SUs ``sus``, or None when it crosses no pool
+        (kept: the jobs of one shape placed alike share it, and nothing changes it)."""
+        key = (shape.key, cls, sus)
+        if key in self._traffic:
+            return self._traffic[key]
         canon = self._canonical_traffic(shape, cls)
-        if canon is None:
-            return None
-        pools = np.array([self._pool_id[(sus[key[0]],) + key[1:]] for key in canon.keys], dtype=np.int64)
-        return Traffic(pools, canon.loads, canon.nic_rate_Bps, canon.pool_rate_Bps)
+        found = None
+        if canon is not None:
+            pools = np.array([self._pool_id[(sus[k[0]],) + k[1:]] for k in canon.keys], dtype=np.int64)
+            found = Traffic(pools, canon.loads, canon.nic_rate_Bps, canon.pool_rate_Bps)
+        self._traffic[key] = found
+        return found
 
     def shares(self, traffics: list[Traffic]) -> np.ndarray:
         """Each job's share ``r / r_solo`` of its traffic when all of them cross the pools together."""
