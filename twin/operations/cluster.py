@@ -84,8 +84,9 @@ class _Cluster:
         self.gpn = cluster.node.gpus
         self.node_power, self.infrastructure_w = node_power, infrastructure_w
         self.profile = policy_profile(failures) if failures is not None else None
-        self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._row)
-        self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._row)
+        self.recording = True                             # each change records a row (off while one is due)
+        self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._changed)
+        self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._changed)
         plans: dict[tuple[str, int], ShapePlan] = {}
         for key in dict.fromkeys((req.template, req.gpus) for req in jobs if req.template not in services):
             plans[key] = shape_plan(shapes[key], steps, cluster, self.profile)
@@ -132,17 +133,26 @@ class _Cluster:
 
     # -- records -------------------------------------------------------------------------------
     def _row(self) -> None:
+        """The cluster now, as the series' row at this time (a later row at the same time replaces it)."""
         now = self.env.now
         row = (now, self.nodes.allocated, self.busy, len(self.queue) + len(self.service_queue), len(self.running),
                self.meter.it_w, self.fragmented)
-        if self.rows and self.rows[-1][0] == now:
-            self.rows[-1] = row
+        rows = self.rows
+        if rows and rows[-1][0] == now:
+            rows[-1] = row
         else:
-            self.rows.append(row)
+            rows.append(row)
+
+    def _changed(self) -> None:
+        """Nodes or power changed: record the row, unless a scheduling pass records it once it is done (no time
+        passes meanwhile, so only its last row at this time would stay)."""
+        if self.recording:
+            self._row()
 
     # -- scheduling ----------------------------------------------------------------------------
     def _schedule(self) -> None:
         now = self.env.now
+        recording, self.recording = self.recording, False
         if self.spec.policy.name == "priority":
             self.fair.advance(now, self.nodes.held)
         for job in list(self.service_queue.values()):     # serving jobs first, each as soon as it fits
@@ -166,6 +176,7 @@ class _Cluster:
         for index, nodes in decision.starts:
             self._start(self.jobs[index], nodes)
         self._fragmentation()
+        self.recording = recording
         self._row()
 
     def _fragmentation(self) -> None:
@@ -338,6 +349,7 @@ class _Cluster:
 
     def _end(self, job: ClusterJob, status: str) -> None:
         now = self.env.now
+        self.recording = False                          # the pass below records the row
         job.status, job.end_s = status, now
         self._enter_phase(job, DONE)
         for node in list(job.nodes):
@@ -347,6 +359,7 @@ class _Cluster:
         del self.running[job.index]
         self.events += 1
         self._refill()
+        self.recording = True
         self._schedule()
         self._check_done()
 
