@@ -39,7 +39,6 @@ step time, as the single-job twin does.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 import simpy
@@ -96,7 +95,7 @@ class _Cluster:
                          site_clock) for i, req in enumerate(jobs)]
         self.queue = Queue()                              # training jobs, in each policy's order
         self.service_queue: dict[int, ServiceJob] = {}    # serving jobs, in release order
-        self.needs: Counter[Need] = Counter()             # what the waiting jobs need
+        self.needs: dict[Need, int] = {}                  # what the waiting jobs need, with how many of each
         self.running: dict[int, ClusterJob] = {}
         self.waiting_nodes: list[ClusterJob] = []
         self.crossing: set[int] = set()
@@ -165,9 +164,9 @@ class _Cluster:
 
         def running() -> list[Running]:
             """The running training jobs as (estimated end, nodes, GPUs per node): plain tuples, built at every
-            reservation."""
-            return [(j.estimated_end(now), j.nodes, j.need.gpus) for j in self.running.values()
-                    if j.kind is JobKind.TRAINING]
+            reservation (an estimate kept on the job is read as it is)."""
+            return [(j.end_estimate_s if j.end_estimate_s is not None else j.estimated_end(now), j.nodes,
+                     j.need.gpus) for j in self.running.values() if j.kind is JobKind.TRAINING]
 
         decision = schedule(self.spec.policy, self.nodes.pool, self.queue, running, now, self.fair,
                             self.hold)
@@ -193,8 +192,10 @@ class _Cluster:
 
     def _start(self, job: TrainingJob, nodes: list[int]) -> None:
         del self.queue[job.index]
-        self.needs[job.need] -= 1
-        if not self.needs[job.need]:
+        left = self.needs[job.need] - 1
+        if left:
+            self.needs[job.need] = left
+        else:
             del self.needs[job.need]
         self._begin(job)
         self.nodes.take_nodes(job, nodes, self.env.now)
@@ -283,7 +284,7 @@ class _Cluster:
         hero = self.hold is not None and job.index == self.hold.index
         self.queue[job.index] = Waiting(job.index, job.need, job.estimate_s,
                                         math.inf if hero else job.req.priority, job.req.tenant, job.release_s)
-        self.needs[job.need] += 1
+        self.needs[job.need] = self.needs.get(job.need, 0) + 1
 
     def _check_done(self) -> None:
         if (self.arrived and not self.running and not self.queue and not self.service_queue
@@ -352,8 +353,7 @@ class _Cluster:
         self.recording = False                          # the pass below records the row
         job.status, job.end_s = status, now
         self._enter_phase(job, DONE)
-        for node in list(job.nodes):
-            self.nodes.release(job, node, now)
+        self.nodes.release_all(job, now)
         if job in self.waiting_nodes:
             self.waiting_nodes.remove(job)
         del self.running[job.index]

@@ -16,12 +16,12 @@ and a copy of the pool (a trial pass) copies a handful of integers per free coun
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Need:
-    """What a job holds: ``nodes`` whole nodes, or ``gpus`` GPUs of one node."""
+class Need(NamedTuple):
+    """What a job holds: ``nodes`` whole nodes, or ``gpus`` GPUs of one node (a tuple: it keys the needs of
+    the waiting jobs and the choices a pass found no room for, and a tuple hashes fast)."""
     nodes: int
     gpus: int                                    # per node; every GPU of a node for a multi-node job
 
