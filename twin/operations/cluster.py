@@ -183,12 +183,19 @@ class _Cluster:
         if not self.queue:
             self.fragmented = 0
             return
-        small = min((need.gpus for need in self.needs if need.gpus < self.gpn), default=math.inf)
-        large = min((need.nodes for need in self.needs if need.gpus == self.gpn), default=math.inf)
+        gpn = self.gpn
+        small = large = math.inf        # the fewest GPUs a job within a node needs, the fewest whole nodes
+        for nodes, gpus in self.needs:
+            if gpus < gpn:
+                small = min(small, gpus)
+            elif gpus == gpn:
+                large = min(large, nodes)
         by_free = self.nodes.pool.by_free
-        partial = sum(by_free[f] * f for f in range(1, self.gpn) if f < small)
-        whole = by_free[self.gpn]
-        self.fragmented = partial + (whole * self.gpn if whole < large and small > self.gpn else 0)
+        partial = 0
+        for f in range(1, min(gpn, small)):
+            partial += by_free[f] * f
+        whole = by_free[gpn]
+        self.fragmented = partial + (whole * gpn if whole < large and small > gpn else 0)
 
     def _start(self, job: TrainingJob, nodes: list[int]) -> None:
         del self.queue[job.index]

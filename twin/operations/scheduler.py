@@ -125,11 +125,14 @@ class FairShare:
             return
         rate = math.log(2) / self.half_life_s
         keep = math.exp(-rate * dt)
+        fresh = 1 - keep
         usage = self.usage
-        # Tenants already counted keep their place (and the order the usage is summed in); new ones join.
-        tenants = usage if usage.keys() >= allocated.keys() else set(usage) | set(allocated)
-        for tenant in tenants:
-            usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * (1 - keep) / rate
+        if usage.keys() >= allocated.keys():    # tenants already counted keep their place (the order summed in)
+            for tenant, used in usage.items():
+                usage[tenant] = used * keep + allocated.get(tenant, 0) * fresh / rate
+        else:
+            for tenant in set(usage) | set(allocated):
+                usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * fresh / rate
         self.updated_s = now
 
     def factor(self, tenant: str) -> float:
