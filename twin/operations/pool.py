@@ -140,7 +140,11 @@ class Pool:
 def _pack(whole: int, su_masks: list[tuple[int, int]], k: int) -> list[int]:
     """``k`` of the ``whole`` free nodes (a mask): in the SU that fits them most tightly, else the fewest
     adjacent SUs (adjacent among those with a free node), the fullest first."""
-    by_su = {s: (whole & m, (whole & m).bit_count()) for s, m in su_masks if whole & m}
+    by_su = {}
+    for s, m in su_masks:
+        free = whole & m
+        if free:
+            by_su[s] = (free, free.bit_count())
     fitting = [s for s, (_, count) in by_su.items() if count >= k]
     if fitting:
         best = min(fitting, key=lambda s: (by_su[s][1], s))
