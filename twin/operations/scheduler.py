@@ -282,12 +282,25 @@ def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: 
         started.append((now + job.estimate_s, nodes, job.need.gpus))
     if head is None or policy.name == "fifo":
         return Decision(starts)
-    candidates = [w for w in islice(waiting, policy.depth) if state.fits(w.need)]
+    candidates = _fitting(state, islice(waiting, policy.depth))
     if not candidates:
         return Decision(starts)
     shadow, reserved = reservation(state, head, running() + started, policy.placement)
     return Decision(starts + _backfill(policy, state, candidates, shadow, node_mask(reserved), now, hold), head.index,
                     shadow)
+
+
+def _fitting(state: Pool, jobs: Iterable[Waiting]) -> list[Waiting]:
+    """The jobs whose need the pool could hold now (ignoring nodes to avoid), tested once per distinct need."""
+    fits: dict[Need, bool] = {}
+    out = []
+    for job in jobs:
+        found = fits.get(job.need)
+        if found is None:
+            found = fits[job.need] = state.fits(job.need)
+        if found:
+            out.append(job)
+    return out
 
 
 def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved_mask: int,

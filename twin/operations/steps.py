@@ -35,7 +35,6 @@ bandwidth-bound on the pools.
 from __future__ import annotations
 
 import bisect
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,7 +115,11 @@ class StepTimes:
         """(class, SUs in order) of a job on ``nodes``; a job inside one node has class ()."""
         if gpus <= self.gpus_per_node:
             return (), ()
-        counts = Counter(self.node_su[n] for n in nodes)
+        counts: dict[int, int] = {}
+        node_su = self.node_su
+        for n in nodes:
+            su = node_su[n]
+            counts[su] = counts.get(su, 0) + 1
         sus = tuple(sorted(counts))
         return tuple(counts[s] for s in sus), sus
 
