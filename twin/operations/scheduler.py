@@ -209,7 +209,7 @@ class Queue:
             factors = fair.factors(self._tenants)
             lanes = [_with_factor(lane, -f) for lane, f in zip(self._tenants.values(), factors)]
             if len(jobs) <= SORTED_QUEUE_UP_TO:
-                return (jobs[i] for _, i in sorted(itertools.chain.from_iterable(lanes)))
+                return iter([jobs[i] for _, i in sorted(itertools.chain.from_iterable(lanes))])
             return (jobs[i] for _, i in heapq.merge(*lanes))
         if policy.name == "priority" and fair is not None and self._tenants:
             (lane,) = self._tenants.values()

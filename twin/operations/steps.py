@@ -109,6 +109,7 @@ class StepTimes:
         self._priced: dict[tuple, PricedStep] = {}
         self._canonical: dict[tuple, _Canonical | None] = {}
         self._traffic: dict[tuple, Traffic | None] = {}
+        self._shares: dict[tuple[int, ...], tuple[list[Traffic], np.ndarray]] = {}
 
     # -- classes -------------------------------------------------------------------------
     def classify(self, nodes: tuple[int, ...], gpus: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -221,9 +222,19 @@ class StepTimes:
         return found
 
     def shares(self, traffics: list[Traffic]) -> np.ndarray:
-        """Each job's share ``r / r_solo`` of its traffic when all of them cross the pools together."""
+        """Each job's share ``r / r_solo`` of its traffic when all of them cross the pools together; kept for
+        each list of traffics (the jobs' traffics are kept objects, so the same jobs placed alike recur)."""
+        key = tuple(id(t) for t in traffics)
+        found = self._shares.get(key)
+        if found is None:
+            found = self._solved_shares(traffics)
+            self._shares[key] = found
+        return found[1]
+
+    def _solved_shares(self, traffics: list[Traffic]) -> tuple[list[Traffic], np.ndarray]:
+        """(the traffics, kept alive while their ids key the answer; their shares)."""
         if not traffics:
-            return np.zeros(0)
+            return list(traffics), np.zeros(0)
         n = len(traffics)
         base = len(self.fabric.capacity_Bps)
         co = np.concatenate([np.full(len(t.pools) + 1, j) for j, t in enumerate(traffics)])
@@ -232,4 +243,6 @@ class StepTimes:
         capacity = np.concatenate([self.fabric.capacity_Bps, [t.nic_rate_Bps for t in traffics]])
         rates = max_min_rates(co, link, load, capacity, n)
         solo = np.array([t.solo_rate_Bps for t in traffics])
-        return np.minimum(1.0, rates / solo)
+        shares = np.minimum(1.0, rates / solo)
+        shares.flags.writeable = False
+        return list(traffics), shares
