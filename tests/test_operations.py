@@ -266,7 +266,7 @@ def test_a_kept_estimated_end_follows_the_jobs_progress_phase_and_speed():
     job.set_speed(None)
 
     def fresh(now: float) -> float:
-        job.end_estimate_s = None
+        job.ending = None
         return job.estimated_end(now)
 
     assert job.estimated_end(0.0) == fresh(0.0) == 100.0

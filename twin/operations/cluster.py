@@ -163,10 +163,9 @@ class _Cluster:
                 self._go(job)
 
         def running() -> list[Running]:
-            """The running training jobs as (estimated end, nodes, GPUs per node): plain tuples, built at every
-            reservation (an estimate kept on the job is read as it is)."""
-            return [(j.end_estimate_s if j.end_estimate_s is not None else j.estimated_end(now), j.nodes,
-                     j.need.gpus) for j in self.running.values() if j.kind is JobKind.TRAINING]
+            """The running training jobs as (estimated end, nodes, GPUs per node): plain tuples, read at every
+            reservation (the one a job keeps while its estimate holds)."""
+            return [j.ending or j.ending_at(now) for j in self.running.values() if j.kind is JobKind.TRAINING]
 
         decision = schedule(self.spec.policy, self.nodes.pool, self.queue, running, now, self.fair,
                             self.hold)
@@ -312,7 +311,7 @@ class _Cluster:
                     job.advance(env.now)
                     if job.done >= job.iterations * (1 - STEP_TOLERANCE):
                         job.done = job.iterations
-                        job.end_estimate_s = None
+                        job.ending = None
                         self._end(job, FINISHED)
                         return
                 elif job.phase == RESTART:

@@ -90,7 +90,8 @@ class ClusterJob(ABC):
     tally: Tally = field(default_factory=Tally)
     process: simpy.Process | None = None
     ready: simpy.Event | None = None         # fires when the nodes it waits for are there
-    end_estimate_s: float | None = field(default=None, repr=False, compare=False)   # kept ``estimated_end``
+    # (estimated end, nodes, GPUs per node) while the estimate holds (``ending_at``)
+    ending: tuple[float, list[int], int] | None = field(default=None, repr=False, compare=False)
 
     kind: ClassVar[JobKind]
 
@@ -137,7 +138,7 @@ class ClusterJob(ABC):
     # -- progress ----------------------------------------------------------------------------
     def advance(self, now: float) -> None:
         """Count its progress up to ``now``."""
-        self.end_estimate_s = None
+        self.ending = None
         if self.phase == Phase.TRAIN and now > self.mark_s:
             dt = now - self.mark_s
             self.done = min(self.iterations, self.done + dt * self.rate)
@@ -146,25 +147,29 @@ class ClusterJob(ABC):
         self.mark_s = now
 
     def estimated_end(self, now: float) -> float:
-        """Its time limit, or its remaining work at its current speed (after a restart in progress). A backfill
-        reservation asks for every running job's: the answer is kept while it holds (a time limit; training at
-        one speed), until the job's progress, speed or phase next change (``advance``, ``set_speed``)."""
-        if self.end_estimate_s is not None:
-            return self.end_estimate_s
+        """Its time limit, or its remaining work at its current speed (after a restart in progress)."""
+        return self.ending_at(now)[0]
+
+    def ending_at(self, now: float) -> tuple[float, list[int], int]:
+        """(estimated end, nodes, GPUs per node): what a backfill reservation reads of every running job. Kept
+        while the estimate holds (a time limit; training at one speed), until the job's progress, speed or
+        phase next change (``advance``, ``set_speed``, ``interrupted``)."""
+        if self.ending is not None:
+            return self.ending
         if math.isfinite(self.req.time_limit_s):
             end_s = self.start_s + self.req.time_limit_s
         elif self.phase == Phase.TRAIN:                # constant while it trains at one speed
             end_s = self.mark_s + (self.iterations - self.done) / self.rate
         else:
             extra = max(0.0, self.restart_end_s - now) if self.phase == Phase.RESTART else 0.0
-            return now + extra + (self.iterations - self.done) / self.rate
-        self.end_estimate_s = end_s
-        return end_s
+            return now + extra + (self.iterations - self.done) / self.rate, self.nodes, self.need.gpus
+        self.ending = (end_s, self.nodes, self.need.gpus)
+        return self.ending
 
     def interrupted(self, now: float) -> None:
         """A failure hit it: close the time of the phase it was in and lose the steps since its last checkpoint."""
         self.tally.interruptions += 1
-        self.end_estimate_s = None
+        self.ending = None
         if self.phase == Phase.RESTART:
             self.tally.restart_s += now - self.phase_since_s
         elif self.phase == Phase.REPAIR_WAIT:
@@ -230,7 +235,7 @@ class TrainingJob(ClusterJob):
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = steps.step_s(self.shape, self.placement, self.share)
         self.rate = fluid_rate_per_s(self.step_s, self.checkpoint, self.interval)
-        self.end_estimate_s = None
+        self.ending = None
 
     def place(self, steps: StepTimes) -> None:
         cls, sus = steps.classify(tuple(sorted(self.nodes)), self.req.gpus)
@@ -278,7 +283,7 @@ class ServiceJob(ClusterJob):
 
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = self.rate = 1.0
-        self.end_estimate_s = None
+        self.ending = None
 
     def place(self, steps: StepTimes) -> None:
         self.scalable_units = len({steps.node_su[n] for n in self.nodes})
