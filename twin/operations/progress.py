@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import ClassVar
 
 import simpy
@@ -38,6 +39,8 @@ from twin.units import SECONDS_PER_HOUR
 
 # A service's checkpoint: nothing to write or read back.
 NO_CHECKPOINT = CheckpointCost(0.0, 1.0, 1.0, 0.0, 0.0, 0.0, False)
+# A job's node spans in its outcome: by start, then node.
+_SPAN_ORDER = attrgetter("start_s", "node")
 
 
 @dataclass
@@ -201,7 +204,7 @@ class ClusterJob(ABC):
             placement=self.first_placement or (), scalable_units=self.scalable_units,
             interruptions=t.interruptions, lost_work_s=t.lost_work_s, restart_s=t.restart_s,
             repair_wait_s=t.repair_wait_s,
-            node_spans=tuple(sorted(self.closed_spans, key=lambda s: (s.start_s, s.node))),
+            node_spans=tuple(sorted(self.closed_spans, key=_SPAN_ORDER)),
             gpu_hours=t.gpu_seconds / SECONDS_PER_HOUR,
             reserved_start_s=self.reserved_start_s,
         )
