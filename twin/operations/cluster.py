@@ -38,6 +38,7 @@ step time, as the single-job twin does.
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -477,5 +478,7 @@ def simulate_cluster(cluster: ClusterSpec, steps: StepTimes, jobs: list[JobReque
     several runs); training jobs run their ``shapes``, serving jobs their ``services``; the same inputs give
     the same run."""
     with collector.paused():           # its jobs, events and records live until the run ends (twin/collector.py)
-        return _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
-                        site_clock).run()
+        run = _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
+                       site_clock).run()
+        gc.collect(0)                  # the run's own state (its processes hold it in cycles) is freed at once:
+    return run                         # all of it is young, so this walks what the run built and nothing older
