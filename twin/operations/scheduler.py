@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -56,6 +55,7 @@ from twin.options import SCHEDULER_POLICIES as POLICIES
 __all__ = ["DEFAULT_BACKFILL_DEPTH", "DEFAULT_FAIR_SHARE_HALF_LIFE_S", "Decision", "FairShare", "Hold", "Need",
            "Partitions", "Policy", "Pool", "Queue", "Running", "Slot", "Waiting", "order", "place_service",
            "release_slot", "reservation", "schedule"]
+
 # SLURM's default_queue_depth: jobs a scheduling pass considers behind the head.
 DEFAULT_BACKFILL_DEPTH = 100
 # SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
@@ -209,7 +209,7 @@ class Queue:
             factors = fair.factors(self._tenants)
             lanes = [_with_factor(lane, -f) for lane, f in zip(self._tenants.values(), factors)]
             if len(jobs) <= SORTED_QUEUE_UP_TO:
-                return iter([jobs[i] for _, i in sorted(itertools.chain.from_iterable(lanes))])
+                return iter([jobs[i] for _, i in sorted(chain.from_iterable(lanes))])
             return (jobs[i] for _, i in heapq.merge(*lanes))
         if policy.name == "priority" and fair is not None and self._tenants:
             (lane,) = self._tenants.values()
