@@ -35,6 +35,7 @@ bandwidth-bound on the pools.
 from __future__ import annotations
 
 import bisect
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,6 +111,14 @@ class StepTimes:
         self._canonical: dict[tuple, _Canonical | None] = {}
         self._traffic: dict[tuple, Traffic | None] = {}
         self._shares: dict[tuple[int, ...], tuple[list[Traffic], np.ndarray]] = {}
+
+    def repriced(self) -> "StepTimes":
+        """Step times on the same cluster and fabric that price every step anew, for the same shapes with
+        another step function (a band's edge); they share what depends only on where the jobs sit: each
+        class's canonical traffic, each placement's traffic, the shares of crossing jobs."""
+        other = copy.copy(self)
+        other._priced = {}
+        return other
 
     # -- classes -------------------------------------------------------------------------
     def classify(self, nodes: tuple[int, ...], gpus: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
