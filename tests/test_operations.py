@@ -251,3 +251,30 @@ def test_a_node_failure_interrupts_every_service_with_instances_there():
     assert r.run.failures > 0 and all(j.interruptions > 0 for j in r.jobs)
     assert all(j.status == "finished" and j.end_s > 2 * 86400.0 for j in r.jobs)
     assert r.utilisation.gpu_hours_allocated == pytest.approx(r.utilisation.gpu_hours_jobs)
+
+
+def test_a_kept_estimated_end_follows_the_jobs_progress_phase_and_speed():
+    """The estimate a running job keeps for backfill reservations is the one worked out afresh after every
+    change: progress counted, work lost to a failure, a restart (whose estimate moves with the clock)."""
+    from twin.jobs.model import Phase
+    from twin.operations.jobs import JobRequest, Service
+    from twin.operations.progress import service_job
+
+    service = Service("chat", 1, 1, None, 1, 1.0, 0.5, 10.0, 100.0, 0.1, 0.01, True)
+    job = service_job(0, JobRequest("j", "a", 0.0, "chat", 1, duration_s=100.0), service)
+    job.start_s, job.phase = 0.0, Phase.TRAIN
+    job.set_speed(None)
+
+    def fresh(now: float) -> float:
+        job.ending = None
+        return job.estimated_end(now)
+
+    assert job.estimated_end(0.0) == fresh(0.0) == 100.0
+    job.advance(30.5)
+    assert job.estimated_end(30.5) == fresh(30.5) == 100.0
+    job.interrupted(30.5)                                  # back to the last whole second: 70 s of work left
+    assert job.estimated_end(30.5) == fresh(30.5) == 100.5
+    job.advance(30.5)
+    job.phase, job.restart_end_s = Phase.RESTART, 40.0
+    assert job.estimated_end(31.0) == fresh(31.0) == 40.0 + 70.0
+    assert job.estimated_end(35.0) == 40.0 + 70.0 and job.estimated_end(45.0) == 45.0 + 70.0

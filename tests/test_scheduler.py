@@ -190,3 +190,77 @@ def test_the_work_bound_counts_the_jobs_a_pass_reads():
     expected = 1000 + growth * short * (short + 1) / 2 + SCAN_JOBS * (1000 - short)
     assert generator_work(1000, 1 / 60, 3600.0, 32) == pytest.approx(expected)
     assert queue_work(heavy, 32) == pytest.approx(expected, rel=0.01)
+
+
+def _choice_as_written(free: list[int], usable: list[int], su: list[int], gpn: int, need: Need, placement: str,
+                       avoid: frozenset[int]) -> list[int] | None:
+    """Placement as the policies define it, over lists of nodes (the reference for the pool's bit masks)."""
+    if need.gpus < gpn or need.nodes == 1 and placement == "first-fit":
+        fit = [n for n in range(len(free)) if usable[n] and free[n] >= need.gpus and n not in avoid]
+        if not fit:
+            return None
+        return [fit[0]] if placement == "first-fit" else [min(fit, key=lambda n: (free[n], n))]
+    whole = [n for n in range(len(free)) if usable[n] and free[n] == gpn and n not in avoid]
+    if len(whole) < need.nodes:
+        return None
+    if placement == "first-fit":
+        return whole[:need.nodes]
+    by_su: dict[int, list[int]] = {}
+    for n in whole:
+        by_su.setdefault(su[n], []).append(n)
+    fitting = [s for s, nodes in by_su.items() if len(nodes) >= need.nodes]
+    if fitting:
+        return by_su[min(fitting, key=lambda s: (len(by_su[s]), s))][:need.nodes]
+    units, best = sorted(by_su), None
+    for width in range(2, len(units) + 1):
+        for start in range(len(units) - width + 1):
+            total = sum(len(by_su[s]) for s in units[start:start + width])
+            if total >= need.nodes and (best is None or total < best[0]):
+                best = (total, units[start:start + width])
+        if best:
+            break
+    chosen: list[int] = []
+    for s in sorted(best[1], key=lambda s: (-len(by_su[s]), s)):
+        chosen += by_su[s][:need.nodes - len(chosen)]
+    return sorted(chosen)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=24),
+       st.lists(st.tuples(st.sampled_from(["take", "give", "down", "up"]), st.integers(0, 23), st.integers(1, GPN)),
+                max_size=40),
+       st.lists(st.tuples(st.integers(1, 6), st.sampled_from([1, 2, 3, 5, GPN])), min_size=1, max_size=6),
+       st.frozensets(st.integers(0, 23), max_size=6))
+def test_the_pool_chooses_the_nodes_its_policies_define(units, changes, needs, avoid):
+    """Whatever GPUs were taken, given back or sent to repair, the pool's choice (kept as bit masks per free
+    count) is the one the placement rules give over plain lists of nodes, with and without nodes to avoid."""
+    su = sorted(units)
+    p = Pool(GPN, su)
+    for change, node, gpus in changes:
+        node %= len(su)
+        if change == "take":
+            if p.free[node] >= gpus:
+                p.take([node], gpus)
+        elif change == "give":
+            if p.free[node] + gpus <= GPN:
+                p.give([node], gpus)
+        else:
+            p.set_usable(node, change == "up")
+    trial = p.copy()
+    for nodes, gpus in needs:
+        need = Need(nodes if gpus == GPN else 1, gpus)
+        for placement in ("topology", "first-fit"):
+            for skip in (frozenset(), avoid):
+                expected = _choice_as_written(p.free, p.usable, su, GPN, need, placement, skip)
+                assert p.choose(need, placement, skip) == expected
+                assert p.fits(need) == (_choice_as_written(p.free, p.usable, su, GPN, need, placement,
+                                                           frozenset()) is not None)
+    assert p.by_free == [sum(1 for n in range(len(su)) if p.usable[n] and p.free[n] == f) for f in range(GPN + 1)]
+    assert trial.masks == p.masks and trial.free == p.free
+
+
+def test_fair_share_factors_together_equal_each_alone():
+    fair = FairShare({"a": 0.5, "b": 0.3, "c": 0.2}, half_life_s=86400.0)
+    fair.advance(3600.0, {"a": 16, "b": 3})
+    fair.advance(7200.0, {"a": 16, "c": 8})
+    assert fair.factors(["a", "b", "c", "d"]) == [fair.factor(t) for t in "abcd"]

@@ -336,7 +336,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     failures = failure_policy_of(scenario.failures, scenario.cluster) if scenario.failures.enabled else None
 
     def play(clock: CarbonClock | None, built: dict | None = None) -> tuple[ClusterRun, Accounts]:
-        times = steps if built is None else StepTimes(cluster, efficiency, fabric)     # a fresh cache per edge
+        times = steps if built is None else steps.repriced()       # the edge's steps priced anew, per edge
         run = simulate_cluster(cluster, times, requests, shapes.built if built is None else built, services, spec,
                                failures, power, infra_w, clock)
         return run, account(run, site.pue, grids, carbon.start_month, site.price)

@@ -38,12 +38,13 @@ step time, as the single-job twin does.
 
 from __future__ import annotations
 
+import gc
 import math
-from collections import Counter
 
 import numpy as np
 import simpy
 
+from twin import collector
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.failures import FailurePolicy, drawn_component, policy_profile
 from twin.jobs.model import JobKind, Phase
@@ -51,7 +52,8 @@ from twin.jobs.rules import requeue_s, restart_s
 from twin.operations.jobs import JobRequest, Service, Shape
 from twin.operations.meter import PowerMeter
 from twin.operations.nodes import NodePool
-from twin.operations.progress import ClusterJob, ServiceJob, TrainingJob, service_job, training_job
+from twin.operations.progress import (ClusterJob, ServiceJob, ShapePlan, TrainingJob, service_job, shape_plan,
+                                     training_job)
 from twin.operations.records import (FINISHED, TIMEOUT, UNFINISHED, ClusterRun, JobOutcome, NodeSpan,
                                      OperationsSpec, PowerSegments, Series)
 from twin.operations.scheduler import FairShare, Hold, Need, Queue, Running, Waiting, schedule
@@ -82,15 +84,19 @@ class _Cluster:
         self.gpn = cluster.node.gpus
         self.node_power, self.infrastructure_w = node_power, infrastructure_w
         self.profile = policy_profile(failures) if failures is not None else None
-        self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._row)
-        self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._row)
+        self.recording = True                             # each change records a row (off while one is due)
+        self.nodes = NodePool(cluster, steps.node_su, spec.policy.placement, self._changed)
+        self.meter = PowerMeter(node_power, self.gpn, cluster.nodes, infrastructure_w, steps, self._changed)
+        plans: dict[tuple[str, int], ShapePlan] = {}
+        for key in dict.fromkeys((req.template, req.gpus) for req in jobs if req.template not in services):
+            plans[key] = shape_plan(shapes[key], steps, cluster, self.profile)
         self.jobs: list[ClusterJob] = [
             self._queued(service_job(i, req, services[req.template]) if req.template in services
-                         else training_job(i, req, shapes[(req.template, req.gpus)], steps, cluster, self.profile),
+                         else training_job(i, req, shapes[(req.template, req.gpus)], plans[(req.template, req.gpus)]),
                          site_clock) for i, req in enumerate(jobs)]
         self.queue = Queue()                              # training jobs, in each policy's order
         self.service_queue: dict[int, ServiceJob] = {}    # serving jobs, in release order
-        self.needs: Counter[Need] = Counter()             # what the waiting jobs need
+        self.needs: dict[Need, int] = {}                  # what the waiting jobs need, with how many of each
         self.running: dict[int, ClusterJob] = {}
         self.waiting_nodes: list[ClusterJob] = []
         self.crossing: set[int] = set()
@@ -127,17 +133,26 @@ class _Cluster:
 
     # -- records -------------------------------------------------------------------------------
     def _row(self) -> None:
+        """The cluster now, as the series' row at this time (a later row at the same time replaces it)."""
         now = self.env.now
         row = (now, self.nodes.allocated, self.busy, len(self.queue) + len(self.service_queue), len(self.running),
                self.meter.it_w, self.fragmented)
-        if self.rows and self.rows[-1][0] == now:
-            self.rows[-1] = row
+        rows = self.rows
+        if rows and rows[-1][0] == now:
+            rows[-1] = row
         else:
-            self.rows.append(row)
+            rows.append(row)
+
+    def _changed(self) -> None:
+        """Nodes or power changed: record the row, unless a scheduling pass records it once it is done (no time
+        passes meanwhile, so only its last row at this time would stay)."""
+        if self.recording:
+            self._row()
 
     # -- scheduling ----------------------------------------------------------------------------
     def _schedule(self) -> None:
         now = self.env.now
+        recording, self.recording = self.recording, False
         if self.spec.policy.name == "priority":
             self.fair.advance(now, self.nodes.held)
         for job in list(self.service_queue.values()):     # serving jobs first, each as soon as it fits
@@ -149,8 +164,9 @@ class _Cluster:
                 self._go(job)
 
         def running() -> list[Running]:
-            return [Running(j.estimated_end(self.env.now), tuple(j.nodes), j.need.gpus)
-                    for j in self.running.values() if j.kind is JobKind.TRAINING]
+            """The running training jobs as (estimated end, nodes, GPUs per node): plain tuples, read at every
+            reservation (the one a job keeps while its estimate holds)."""
+            return [j.ending or j.ending_at(now) for j in self.running.values() if j.kind is JobKind.TRAINING]
 
         decision = schedule(self.spec.policy, self.nodes.pool, self.queue, running, now, self.fair,
                             self.hold)
@@ -159,6 +175,7 @@ class _Cluster:
         for index, nodes in decision.starts:
             self._start(self.jobs[index], nodes)
         self._fragmentation()
+        self.recording = recording
         self._row()
 
     def _fragmentation(self) -> None:
@@ -166,17 +183,26 @@ class _Cluster:
         if not self.queue:
             self.fragmented = 0
             return
-        small = min((need.gpus for need in self.needs if need.gpus < self.gpn), default=math.inf)
-        large = min((need.nodes for need in self.needs if need.gpus == self.gpn), default=math.inf)
+        gpn = self.gpn
+        small = large = math.inf        # the fewest GPUs a job within a node needs, the fewest whole nodes
+        for nodes, gpus in self.needs:
+            if gpus < gpn:
+                small = min(small, gpus)
+            elif gpus == gpn:
+                large = min(large, nodes)
         by_free = self.nodes.pool.by_free
-        partial = sum(by_free[f] * f for f in range(1, self.gpn) if f < small)
-        whole = by_free[self.gpn]
-        self.fragmented = partial + (whole * self.gpn if whole < large and small > self.gpn else 0)
+        partial = 0
+        for f in range(1, min(gpn, small)):
+            partial += by_free[f] * f
+        whole = by_free[gpn]
+        self.fragmented = partial + (whole * gpn if whole < large and small > gpn else 0)
 
     def _start(self, job: TrainingJob, nodes: list[int]) -> None:
         del self.queue[job.index]
-        self.needs[job.need] -= 1
-        if not self.needs[job.need]:
+        left = self.needs[job.need] - 1
+        if left:
+            self.needs[job.need] = left
+        else:
             del self.needs[job.need]
         self._begin(job)
         self.nodes.take_nodes(job, nodes, self.env.now)
@@ -265,7 +291,7 @@ class _Cluster:
         hero = self.hold is not None and job.index == self.hold.index
         self.queue[job.index] = Waiting(job.index, job.need, job.estimate_s,
                                         math.inf if hero else job.req.priority, job.req.tenant, job.release_s)
-        self.needs[job.need] += 1
+        self.needs[job.need] = self.needs.get(job.need, 0) + 1
 
     def _check_done(self) -> None:
         if (self.arrived and not self.running and not self.queue and not self.service_queue
@@ -286,6 +312,7 @@ class _Cluster:
                     job.advance(env.now)
                     if job.done >= job.iterations * (1 - STEP_TOLERANCE):
                         job.done = job.iterations
+                        job.ending = None
                         self._end(job, FINISHED)
                         return
                 elif job.phase == RESTART:
@@ -330,15 +357,16 @@ class _Cluster:
 
     def _end(self, job: ClusterJob, status: str) -> None:
         now = self.env.now
+        self.recording = False                          # the pass below records the row
         job.status, job.end_s = status, now
         self._enter_phase(job, DONE)
-        for node in list(job.nodes):
-            self.nodes.release(job, node, now)
+        self.nodes.release_all(job, now)
         if job in self.waiting_nodes:
             self.waiting_nodes.remove(job)
         del self.running[job.index]
         self.events += 1
         self._refill()
+        self.recording = True
         self._schedule()
         self._check_done()
 
@@ -419,14 +447,27 @@ class _Cluster:
 
 def cleanest_start(clock: CarbonClock, submit_s: float, duration_s: float, max_delay_s: float) -> float:
     """The start within ``max_delay`` (at submit or on an hour) with the lowest mean intensity over the run."""
-    best, best_factor = submit_s, clock.mean_factor(submit_s, duration_s)
+    starts = [submit_s]
     hour = math.ceil(submit_s / SECONDS_PER_HOUR) * SECONDS_PER_HOUR
     while hour <= submit_s + max_delay_s:
-        factor = clock.mean_factor(hour, duration_s)
-        if factor < best_factor - 1e-12:
-            best, best_factor = hour, factor
+        starts.append(hour)
         hour += SECONDS_PER_HOUR
+    factors = _mean_factors(clock, starts, duration_s)
+    best, best_factor = submit_s, factors[0]
+    for start, factor in zip(starts[1:], factors[1:]):
+        if factor < best_factor - 1e-12:
+            best, best_factor = start, factor
     return best
+
+
+def _mean_factors(clock: CarbonClock, starts: list[float], duration_s: float) -> list[float]:
+    """``clock.mean_factor(start, duration_s)`` for every start, the integrals read in one call (each value
+    the same as one call would give: the integral is taken element by element)."""
+    if duration_s <= 0:
+        return [clock.mean_factor(start, duration_s) for start in starts]
+    ends = [start + duration_s for start in starts]
+    integral = clock.integral_s(np.array([t for pair in zip(starts, ends) for t in pair]), max(ends))
+    return [float(d) / duration_s for d in (integral[1::2] - integral[::2]).tolist()]
 
 
 def simulate_cluster(cluster: ClusterSpec, steps: StepTimes, jobs: list[JobRequest],
@@ -436,5 +477,8 @@ def simulate_cluster(cluster: ClusterSpec, steps: StepTimes, jobs: list[JobReque
     """Play ``jobs`` on the cluster under ``spec`` with step times from ``steps`` (its cache may serve
     several runs); training jobs run their ``shapes``, serving jobs their ``services``; the same inputs give
     the same run."""
-    return _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
-                    site_clock).run()
+    with collector.paused():           # its jobs, events and records live until the run ends (twin/collector.py)
+        run = _Cluster(cluster, steps, jobs, shapes, services, spec, failures, node_power, infrastructure_w,
+                       site_clock).run()
+        gc.collect(0)                  # the run's own state (its processes hold it in cycles) is freed at once:
+    return run                         # all of it is young, so this walks what the run built and nothing older

@@ -21,7 +21,7 @@ from twin.jobs.model import Phase
 from twin.operations.progress import ClusterJob
 from twin.operations.records import PowerSegments
 from twin.operations.steps import StepTimes
-from twin.power.devices import NodePower
+from twin.power.devices import GPUPower, NodePower
 
 
 @dataclass
@@ -44,6 +44,7 @@ class PowerMeter:
         self.dynamic_w = 0.0                         # the jobs' dynamic power together
         self._draws: dict[int, _Draw] = {}
         self._segments: list[tuple[int, float, float, float]] = []
+        self._activities: dict[tuple, float] = {}
 
     @property
     def it_w(self) -> float:
@@ -60,7 +61,7 @@ class PowerMeter:
         else:
             gpu = self.node_power.gpu
             if job.phase == Phase.TRAIN:
-                activity = job.activity(self.steps, gpu)
+                activity = self._activity(job, gpu)
             else:
                 activity = gpu.activity["restart" if job.phase == Phase.RESTART else "idle"]
             dynamic = job.compute_gpus * self.dynamic_per_gpu_w * activity
@@ -68,6 +69,16 @@ class PowerMeter:
         self.dynamic_w += dynamic - draw.dynamic_w
         draw.w, draw.dynamic_w, draw.since_s = watts, dynamic, now
         self.changed()
+
+    def _activity(self, job: ClusterJob, gpu: GPUPower) -> float:
+        """The job's activity while it works, kept by what it is a function of (``ClusterJob.activity_key``)."""
+        key = job.activity_key
+        if key is None:
+            return job.activity(self.steps, gpu)
+        found = self._activities.get(key)
+        if found is None:
+            found = self._activities[key] = job.activity(self.steps, gpu)
+        return found
 
     def _close(self, index: int, draw: _Draw, now: float) -> None:
         if now > draw.since_s and draw.w:

@@ -93,6 +93,23 @@ class NodePool:
         lost there: one node, or a serving job's devices."""
         return self._release[job.kind](job, node, now)
 
+    def release_all(self, job: ClusterJob, now: float) -> None:
+        """The job lets go of every node it holds (it ended): as ``release`` node by node, in the order it took
+        them; a training job's nodes go back to the pool together."""
+        if job.kind is not JobKind.TRAINING:
+            for node in list(job.nodes):
+                self.release(job, node, now)
+            return
+        gpus = job.need.gpus
+        for node in job.nodes:
+            job.tally.gpu_seconds += gpus * (now - job.spans[node])
+            job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
+            self.on_node[node].discard(job.index)
+            self._hold(job, -gpus)
+        self.pool.give(job.nodes, gpus)
+        job.nodes.clear()
+        self.changed()
+
     def _release_node(self, job: TrainingJob, node: int, now: float) -> int:
         job.tally.gpu_seconds += job.need.gpus * (now - job.spans[node])
         job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
@@ -147,8 +164,11 @@ class NodePool:
         candidates = None
         own = {self.node_su[n] for n in job.nodes}
         if own and job.need.gpus == self.gpn:
-            elsewhere = frozenset(n for n in range(self.cluster.nodes) if self.node_su[n] not in own)
-            candidates = self.pool.choose(need, "first-fit", elsewhere)
+            elsewhere = 0                                # the nodes of the other SUs, as a bit mask
+            for su, mask in self.pool.su_masks:
+                if su not in own:
+                    elsewhere |= mask
+            candidates = self.pool.pick(need, "first-fit", elsewhere)
         if candidates is None:
             candidates = self.pool.choose(need, self.placement)
         if candidates is not None:

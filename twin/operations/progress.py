@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import ClassVar
 
 import simpy
@@ -38,6 +39,8 @@ from twin.units import SECONDS_PER_HOUR
 
 # A service's checkpoint: nothing to write or read back.
 NO_CHECKPOINT = CheckpointCost(0.0, 1.0, 1.0, 0.0, 0.0, 0.0, False)
+# A job's node spans in its outcome: by start, then node.
+_SPAN_ORDER = attrgetter("start_s", "node")
 
 
 @dataclass
@@ -90,6 +93,8 @@ class ClusterJob(ABC):
     tally: Tally = field(default_factory=Tally)
     process: simpy.Process | None = None
     ready: simpy.Event | None = None         # fires when the nodes it waits for are there
+    # (estimated end, nodes, GPUs per node) while the estimate holds (``ending_at``)
+    ending: tuple[float, list[int], int] | None = field(default=None, repr=False, compare=False)
 
     kind: ClassVar[JobKind]
 
@@ -107,6 +112,11 @@ class ClusterJob(ABC):
     @abstractmethod
     def activity(self, steps: StepTimes, gpu: GPUPower) -> float:
         """A used GPU's mean share of its dynamic range while the job works."""
+
+    @property
+    @abstractmethod
+    def activity_key(self) -> tuple | None:
+        """What ``activity`` is a function of within one run, for a meter to keep it (None: not worth keeping)."""
 
     @abstractmethod
     def set_speed(self, steps: StepTimes) -> None:
@@ -131,6 +141,7 @@ class ClusterJob(ABC):
     # -- progress ----------------------------------------------------------------------------
     def advance(self, now: float) -> None:
         """Count its progress up to ``now``."""
+        self.ending = None
         if self.phase == Phase.TRAIN and now > self.mark_s:
             dt = now - self.mark_s
             self.done = min(self.iterations, self.done + dt * self.rate)
@@ -140,16 +151,28 @@ class ClusterJob(ABC):
 
     def estimated_end(self, now: float) -> float:
         """Its time limit, or its remaining work at its current speed (after a restart in progress)."""
+        return self.ending_at(now)[0]
+
+    def ending_at(self, now: float) -> tuple[float, list[int], int]:
+        """(estimated end, nodes, GPUs per node): what a backfill reservation reads of every running job. Kept
+        while the estimate holds (a time limit; training at one speed), until the job's progress, speed or
+        phase next change (``advance``, ``set_speed``, ``interrupted``)."""
+        if self.ending is not None:
+            return self.ending
         if math.isfinite(self.req.time_limit_s):
-            return self.start_s + self.req.time_limit_s
-        if self.phase == Phase.TRAIN:                  # constant while it trains at one speed
-            return self.mark_s + (self.iterations - self.done) / self.rate
-        extra = max(0.0, self.restart_end_s - now) if self.phase == Phase.RESTART else 0.0
-        return now + extra + (self.iterations - self.done) / self.rate
+            end_s = self.start_s + self.req.time_limit_s
+        elif self.phase == Phase.TRAIN:                # constant while it trains at one speed
+            end_s = self.mark_s + (self.iterations - self.done) / self.rate
+        else:
+            extra = max(0.0, self.restart_end_s - now) if self.phase == Phase.RESTART else 0.0
+            return now + extra + (self.iterations - self.done) / self.rate, self.nodes, self.need.gpus
+        self.ending = (end_s, self.nodes, self.need.gpus)
+        return self.ending
 
     def interrupted(self, now: float) -> None:
         """A failure hit it: close the time of the phase it was in and lose the steps since its last checkpoint."""
         self.tally.interruptions += 1
+        self.ending = None
         if self.phase == Phase.RESTART:
             self.tally.restart_s += now - self.phase_since_s
         elif self.phase == Phase.REPAIR_WAIT:
@@ -181,7 +204,7 @@ class ClusterJob(ABC):
             placement=self.first_placement or (), scalable_units=self.scalable_units,
             interruptions=t.interruptions, lost_work_s=t.lost_work_s, restart_s=t.restart_s,
             repair_wait_s=t.repair_wait_s,
-            node_spans=tuple(sorted(self.closed_spans, key=lambda s: (s.start_s, s.node))),
+            node_spans=tuple(sorted(self.closed_spans, key=_SPAN_ORDER)),
             gpu_hours=t.gpu_seconds / SECONDS_PER_HOUR,
             reserved_start_s=self.reserved_start_s,
         )
@@ -207,9 +230,15 @@ class TrainingJob(ClusterJob):
         return training_activity(gpu, steps.priced(self.shape, self.placement), self.step_s, self.checkpoint,
                                  self.interval)
 
+    @property
+    def activity_key(self) -> tuple:
+        """Its shape (which sets its checkpoint and interval in a run), placement class and step time."""
+        return self.shape.key, self.placement, self.step_s
+
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = steps.step_s(self.shape, self.placement, self.share)
         self.rate = fluid_rate_per_s(self.step_s, self.checkpoint, self.interval)
+        self.ending = None
 
     def place(self, steps: StepTimes) -> None:
         cls, sus = steps.classify(tuple(sorted(self.nodes)), self.req.gpus)
@@ -251,8 +280,13 @@ class ServiceJob(ClusterJob):
     def activity(self, steps: StepTimes, gpu: GPUPower) -> float:
         return self.service.activity
 
+    @property
+    def activity_key(self) -> None:
+        return None
+
     def set_speed(self, steps: StepTimes) -> None:
         self.step_s = self.rate = 1.0
+        self.ending = None
 
     def place(self, steps: StepTimes) -> None:
         self.scalable_units = len({steps.node_su[n] for n in self.nodes})
@@ -285,23 +319,38 @@ def training_activity(gpu: GPUPower, solo: PricedStep, step_s: float, checkpoint
     return (avg_w - gpu.idle_w) / span if span > 0 else 0.0
 
 
-def training_job(index: int, req: JobRequest, shape: Shape, steps: StepTimes, cluster: ClusterSpec,
-                 profile: FailureProfile | None) -> TrainingJob:
-    """A training job: its steps (tokens, or its duration alone at its packed step time), its checkpoint and
-    Young/Daly interval for its own failure rate (none without failures)."""
+@dataclass(frozen=True)
+class ShapePlan:
+    """What every job of one shape shares: its step alone on a packed placement, its checkpoint and Young/Daly
+    interval for its own failure rate (none without failures), what it holds."""
+    packed: PricedStep
+    checkpoint: CheckpointCost
+    interval: int | None
+    need: Need
+
+
+def shape_plan(shape: Shape, steps: StepTimes, cluster: ClusterSpec, profile: FailureProfile | None) -> ShapePlan:
+    """The plan of the jobs of ``shape`` on ``cluster`` (computed once per shape and run)."""
     gpn = cluster.node.gpus
-    packed = steps.priced(shape, steps.packed_class(req.gpus))
+    packed = steps.priced(shape, steps.packed_class(shape.gpus))
+    nodes = nodes_needed(shape.gpus, gpn)
+    cost, interval = checkpoint_plan(shape.checkpoint, shape.params, shape.precision, shape.frozen, cluster, nodes,
+                                     shape.plan.gpus, packed.step_s, profile)
+    need = Need(nodes, gpn) if shape.gpus > gpn else Need(1, shape.gpus)
+    return ShapePlan(packed, cost, interval, need)
+
+
+def training_job(index: int, req: JobRequest, shape: Shape, plan: ShapePlan) -> TrainingJob:
+    """A training job of ``shape`` (its ``plan``): its steps are its tokens, or its duration alone at its packed
+    step time."""
+    packed = plan.packed
     if req.tokens is not None:                          # as the single-job twin: tokens / tokens per step
         iterations = req.tokens / shape.plan.tokens_per_step
     else:
         iterations = req.duration_s / packed.step_s
-    nodes = nodes_needed(req.gpus, gpn)
-    cost, interval = checkpoint_plan(shape.checkpoint, shape.params, shape.precision, shape.frozen, cluster, nodes,
-                                     shape.plan.gpus, packed.step_s, profile)
     ideal = iterations * packed.step_s
-    need = Need(nodes, gpn) if req.gpus > gpn else Need(1, req.gpus)
-    return TrainingJob(index, req, need, iterations, packed.step_s, cost, interval, req.submit_s,
-                       min(req.time_limit_s, ideal), shape=shape)
+    return TrainingJob(index, req, plan.need, iterations, packed.step_s, plan.checkpoint, plan.interval,
+                       req.submit_s, min(req.time_limit_s, ideal), shape=shape)
 
 
 def service_job(index: int, req: JobRequest, service: Service) -> ServiceJob:

@@ -42,16 +42,26 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
+from operator import itemgetter
+from typing import NamedTuple
 
+from twin.operations.pool import Need, Pool, node_mask
 from twin.options import PLACEMENTS, Placement, SchedulerPolicy
 from twin.options import SCHEDULER_POLICIES as POLICIES
+
+__all__ = ["DEFAULT_BACKFILL_DEPTH", "DEFAULT_FAIR_SHARE_HALF_LIFE_S", "Decision", "FairShare", "Hold", "Need",
+           "Partitions", "Policy", "Pool", "Queue", "Running", "Slot", "Waiting", "order", "place_service",
+           "release_slot", "reservation", "schedule"]
+
 # SLURM's default_queue_depth: jobs a scheduling pass considers behind the head.
 DEFAULT_BACKFILL_DEPTH = 100
 # SLURM's PriorityDecayHalfLife default (slurm.conf): 7 days.
 DEFAULT_FAIR_SHARE_HALF_LIFE_S = 7 * 86400.0
+# A ``priority`` queue up to this long is sorted whole at each pass rather than merged lazily by tenant.
+SORTED_QUEUE_UP_TO = 512
 
 
 @dataclass(frozen=True)
@@ -69,108 +79,6 @@ class Policy:
                              f"known: {', '.join(POLICIES)}; {', '.join(PLACEMENTS)}")
 
 
-@dataclass(frozen=True)
-class Need:
-    """What a job holds: ``nodes`` whole nodes, or ``gpus`` GPUs of one node."""
-    nodes: int
-    gpus: int                                    # per node; every GPU of a node for a multi-node job
-
-
-class Pool:
-    """Free GPUs of every node the scheduler may use (not a spare, not in repair), with counts for quick tests."""
-
-    def __init__(self, gpus_per_node: int, node_su: list[int]):
-        self.gpn = gpus_per_node
-        self.su = node_su
-        n = len(node_su)
-        self.free = [gpus_per_node] * n
-        self.usable = [True] * n
-        self.by_free = [0] * (gpus_per_node + 1)   # usable nodes by their free GPUs
-        self.by_free[gpus_per_node] = n
-
-    def copy(self) -> "Pool":
-        other = Pool.__new__(Pool)
-        other.gpn, other.su = self.gpn, self.su
-        other.free, other.usable, other.by_free = list(self.free), list(self.usable), list(self.by_free)
-        return other
-
-    def _count(self, node: int, sign: int) -> None:
-        if self.usable[node]:
-            self.by_free[self.free[node]] += sign
-
-    def take(self, nodes: list[int], gpus: int) -> None:
-        for n in nodes:
-            self._count(n, -1)
-            self.free[n] -= gpus
-            self._count(n, +1)
-
-    def give(self, nodes: list[int], gpus: int) -> None:
-        for n in nodes:
-            self._count(n, -1)
-            self.free[n] += gpus
-            self._count(n, +1)
-
-    def set_usable(self, node: int, usable: bool) -> None:
-        if self.usable[node] != usable:
-            self._count(node, -1)
-            self.usable[node] = usable
-            self._count(node, +1)
-
-    @property
-    def whole_nodes(self) -> int:
-        return self.by_free[self.gpn]
-
-    def fits(self, need: Need) -> bool:
-        """Enough free GPUs now, ignoring nodes to avoid (a quick test before ``choose``)."""
-        if need.gpus == self.gpn:
-            return self.by_free[self.gpn] >= need.nodes
-        return any(self.by_free[f] for f in range(need.gpus, self.gpn + 1))
-
-    def choose(self, need: Need, placement: str, avoid: frozenset[int] = frozenset()) -> list[int] | None:
-        """Nodes for ``need`` by the placement policy, or None when it does not fit."""
-        if not self.fits(need):
-            return None
-        free, usable = self.free, self.usable
-        if need.gpus < self.gpn or need.nodes == 1 and placement == "first-fit":
-            candidates = [n for n in range(len(free)) if usable[n] and free[n] >= need.gpus and n not in avoid]
-            if not candidates:
-                return None
-            if placement == "first-fit":
-                return [candidates[0]]
-            return [min(candidates, key=lambda n: (free[n], n))]
-        whole = [n for n in range(len(free)) if usable[n] and free[n] == self.gpn and n not in avoid]
-        if len(whole) < need.nodes:
-            return None
-        if placement == "first-fit":
-            return whole[:need.nodes]
-        return _pack(whole, self.su, need.nodes)
-
-
-def _pack(whole: list[int], su: list[int], k: int) -> list[int]:
-    """``k`` of the ``whole`` free nodes: in the SU that fits them most tightly, else the fewest adjacent SUs."""
-    by_su: dict[int, list[int]] = {}
-    for n in whole:
-        by_su.setdefault(su[n], []).append(n)
-    fitting = [s for s, nodes in by_su.items() if len(nodes) >= k]
-    if fitting:
-        best = min(fitting, key=lambda s: (len(by_su[s]), s))
-        return by_su[best][:k]
-    units = sorted(by_su)
-    best_window = None
-    for width in range(2, len(units) + 1):
-        for start in range(len(units) - width + 1):
-            window = units[start:start + width]
-            total = sum(len(by_su[s]) for s in window)
-            if total >= k and (best_window is None or total < best_window[0]):
-                best_window = (total, window)
-        if best_window:
-            break
-    chosen: list[int] = []
-    for s in sorted(best_window[1], key=lambda s: (-len(by_su[s]), s)):
-        chosen += by_su[s][:k - len(chosen)]
-    return sorted(chosen)
-
-
 @dataclass
 class Waiting:
     """A queued job as the scheduler sees it."""
@@ -182,11 +90,11 @@ class Waiting:
     release_s: float                             # when it entered the queue
 
 
-@dataclass(frozen=True)
-class Running:
-    """A running job as the scheduler sees it: when it should end and what it will free."""
+class Running(NamedTuple):
+    """A running job as the scheduler sees it: when it should end and what it will free. A plain tuple in
+    this order serves as well (the cluster lists its running jobs as tuples at every reservation)."""
     estimated_end_s: float
-    nodes: tuple[int, ...]
+    nodes: Sequence[int]
     gpus: int                                    # per node
 
 
@@ -196,6 +104,10 @@ class Hold:
     index: int
     start_s: float
     nodes: frozenset[int]
+    mask: int = field(init=False, repr=False, compare=False)     # the nodes as a bit mask (``pool.node_mask``)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mask", node_mask(self.nodes))
 
 
 @dataclass
@@ -213,15 +125,28 @@ class FairShare:
             return
         rate = math.log(2) / self.half_life_s
         keep = math.exp(-rate * dt)
-        for tenant in set(self.usage) | set(allocated):
-            self.usage[tenant] = self.usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * (1 - keep) / rate
+        fresh = 1 - keep
+        usage = self.usage
+        if usage.keys() >= allocated.keys():    # tenants already counted keep their place (the order summed in)
+            for tenant, used in usage.items():
+                usage[tenant] = used * keep + allocated.get(tenant, 0) * fresh / rate
+        else:
+            for tenant in set(usage) | set(allocated):
+                usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * fresh / rate
         self.updated_s = now
 
     def factor(self, tenant: str) -> float:
+        return self.factors([tenant])[0]
+
+    def factors(self, tenants: Iterable[str]) -> list[float]:
+        """The factor of each of ``tenants`` (the usage summed once for all of them)."""
         total = sum(self.usage.values())
-        used = self.usage.get(tenant, 0.0) / total if total > 0 else 0.0
-        share = self.shares.get(tenant) or (1.0 / max(1, len(self.shares)) if self.shares else 1.0)
-        return 2.0 ** (-used / share)
+        out = []
+        for tenant in tenants:
+            used = self.usage.get(tenant, 0.0) / total if total > 0 else 0.0
+            share = self.shares.get(tenant) or (1.0 / max(1, len(self.shares)) if self.shares else 1.0)
+            out.append(2.0 ** (-used / share))
+        return out
 
 
 def _fifo_key(w: Waiting) -> tuple[float, float, int]:
@@ -276,11 +201,19 @@ class Queue:
         return list(self._jobs.values())
 
     def ordered(self, policy: Policy, fair: FairShare | None) -> Iterator[Waiting]:
-        """The waiting jobs in the order the policy considers them, produced lazily."""
+        """The waiting jobs in the order the policy considers them, produced lazily. Under ``priority`` a
+        single tenant's lane is already in order; several are merged with their factors: a short queue (a
+        pass then reads most of it) is sorted at once, a long one merged lazily."""
         jobs = self._jobs
-        if policy.name == "priority" and fair is not None:
-            lanes = [_with_factor(lane, -fair.factor(tenant)) for tenant, lane in self._tenants.items()]
+        if policy.name == "priority" and fair is not None and len(self._tenants) > 1:
+            factors = fair.factors(self._tenants)
+            lanes = [_with_factor(lane, -f) for lane, f in zip(self._tenants.values(), factors)]
+            if len(jobs) <= SORTED_QUEUE_UP_TO:
+                return iter([jobs[i] for _, i in sorted(chain.from_iterable(lanes))])
             return (jobs[i] for _, i in heapq.merge(*lanes))
+        if policy.name == "priority" and fair is not None and self._tenants:
+            (lane,) = self._tenants.values()
+            return (jobs[i] for _, i in lane)
         return (jobs[i] for _, i in self._fifo)
 
 
@@ -299,26 +232,29 @@ def order(policy: Policy, queue: list[Waiting], fair: FairShare | None) -> list[
     return list(Queue(queue).ordered(policy, fair))
 
 
-def _avoid(hold: Hold | None, job: Waiting, now: float) -> frozenset[int]:
+def _avoid(hold: Hold | None, job: Waiting, now: float) -> int:
+    """The held nodes (a bit mask) when ``job`` would still run at the hold's start, else none."""
     if hold is None or job.index == hold.index or now >= hold.start_s or now + job.estimate_s <= hold.start_s:
-        return frozenset()
-    return hold.nodes
+        return 0
+    return hold.mask
 
 
 def reservation(pool: Pool, head: Waiting, running: list[Running], placement: str) -> tuple[float, frozenset[int]]:
-    """When and where the blocked head could start as the running jobs end by their estimates."""
+    """When and where the blocked head could start as the running jobs end by their estimates (in the order
+    of their estimated ends, ties in the order listed)."""
     future = pool.copy()
-    for job in sorted(running, key=lambda r: r.estimated_end_s):
-        future.give(list(job.nodes), job.gpus)
-        if future.fits(head.need):
-            nodes = future.choose(head.need, placement)
-            if nodes is not None:
-                return job.estimated_end_s, frozenset(nodes)
+    need = head.need
+    for end_s, nodes, gpus in sorted(running, key=itemgetter(0)):
+        future.give(nodes, gpus)
+        if future.fits(need):
+            chosen = future.pick(need, placement)
+            if chosen is not None:
+                return end_s, frozenset(chosen)
     return math.inf, frozenset()
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
+    """What a scheduling pass decided."""
     starts: list[tuple[int, list[int]]]          # (job index, nodes)
     head: int | None = None                      # the blocked head, when one holds a reservation
     head_start_s: float = math.inf               # its reserved start
@@ -329,44 +265,60 @@ def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: 
     """One scheduling pass: the jobs to start now, in order, and their nodes. ``pool`` and ``queue`` are not
     changed; ``running()`` lists the running jobs, asked for only when a backfill reservation is computed.
     A pass reads the queue's head: the jobs that start in order, the blocked head, and ``depth`` behind it."""
+    if not queue:
+        return Decision([])
     state = pool.copy()
     starts: list[tuple[int, list[int]]] = []
-    started: list[Running] = []
+    started: list[tuple[float, list[int], int]] = []
     waiting = (queue if isinstance(queue, Queue) else Queue(queue)).ordered(policy, fair)
     head = None
     for job in waiting:
-        nodes = state.choose(job.need, policy.placement, _avoid(hold, job, now))
+        nodes = state.pick(job.need, policy.placement, _avoid(hold, job, now))
         if nodes is None:
             head = job
             break
         state.take(nodes, job.need.gpus)
         starts.append((job.index, nodes))
-        started.append(Running(now + job.estimate_s, tuple(nodes), job.need.gpus))
+        started.append((now + job.estimate_s, nodes, job.need.gpus))
     if head is None or policy.name == "fifo":
         return Decision(starts)
-    candidates = [w for w in islice(waiting, policy.depth) if state.fits(w.need)]
+    candidates = _fitting(state, islice(waiting, policy.depth))
     if not candidates:
         return Decision(starts)
     shadow, reserved = reservation(state, head, running() + started, policy.placement)
-    return Decision(starts + _backfill(policy, state, candidates, shadow, reserved, now, hold), head.index, shadow)
+    return Decision(starts + _backfill(policy, state, candidates, shadow, node_mask(reserved), now, hold), head.index,
+                    shadow)
 
 
-def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved: frozenset[int],
+def _fitting(state: Pool, jobs: Iterable[Waiting]) -> list[Waiting]:
+    """The jobs whose need the pool could hold now (ignoring nodes to avoid), tested once per distinct need."""
+    fits: dict[Need, bool] = {}
+    out = []
+    for job in jobs:
+        found = fits.get(job.need)
+        if found is None:
+            found = fits[job.need] = state.fits(job.need)
+        if found:
+            out.append(job)
+    return out
+
+
+def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: float, reserved_mask: int,
               now: float, hold: Hold | None) -> list[tuple[int, list[int]]]:
-    """EASY backfill behind the blocked head reserved ``reserved`` nodes from ``shadow``: the candidates that
-    start now without delaying it. ``state`` takes their GPUs."""
+    """EASY backfill behind the blocked head reserved ``reserved_mask`` nodes from ``shadow``: the candidates
+    that start now without delaying it. ``state`` takes their GPUs."""
     # Within a pass GPUs only get taken: what did not fit once does not fit again.
-    failed: set[tuple[Need, frozenset[int]]] = set()
+    failed: set[tuple[Need, int]] = set()
     starts: list[tuple[int, list[int]]] = []
     for job in candidates:
         if not state.fits(job.need):
             continue
         avoid = _avoid(hold, job, now)
         if now + job.estimate_s > shadow:
-            avoid = avoid | reserved
+            avoid |= reserved_mask
         if (job.need, avoid) in failed:
             continue
-        nodes = state.choose(job.need, policy.placement, avoid)
+        nodes = state.pick(job.need, policy.placement, avoid)
         if nodes is None:
             failed.add((job.need, avoid))
             continue
@@ -428,7 +380,7 @@ def place_service(pool: Pool, parts: Partitions, devices: int, per_replica: int,
             slots.append(Slot(nodes[0], split.next_id, take))
             split.next_id += 1
             left -= take
-    pool.free, pool.by_free = trial.free, trial.by_free
+    pool.adopt(trial)
     parts.gpus, parts.next_id = split.gpus, split.next_id
     return slots
 

@@ -35,7 +35,7 @@ bandwidth-bound on the pools.
 from __future__ import annotations
 
 import bisect
-from collections import Counter
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,13 +109,27 @@ class StepTimes:
             self._pool_id[key] = rid
         self._priced: dict[tuple, PricedStep] = {}
         self._canonical: dict[tuple, _Canonical | None] = {}
+        self._traffic: dict[tuple, Traffic | None] = {}
+        self._shares: dict[tuple[int, ...], tuple[list[Traffic], np.ndarray]] = {}
+
+    def repriced(self) -> "StepTimes":
+        """Step times on the same cluster and fabric that price every step anew, for the same shapes with
+        another step function (a band's edge); they share what depends only on where the jobs sit: each
+        class's canonical traffic, each placement's traffic, the shares of crossing jobs."""
+        other = copy.copy(self)
+        other._priced = {}
+        return other
 
     # -- classes -------------------------------------------------------------------------
     def classify(self, nodes: tuple[int, ...], gpus: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(class, SUs in order) of a job on ``nodes``; a job inside one node has class ()."""
         if gpus <= self.gpus_per_node:
             return (), ()
-        counts = Counter(self.node_su[n] for n in nodes)
+        counts: dict[int, int] = {}
+        node_su = self.node_su
+        for n in nodes:
+            su = node_su[n]
+            counts[su] = counts.get(su, 0) + 1
         sus = tuple(sorted(counts))
         return tuple(counts[s] for s in sus), sus
 
@@ -203,17 +217,33 @@ class StepTimes:
         return found
 
     def traffic(self, shape: Shape, cls: tuple[int, ...], sus: tuple[int, ...]) -> Traffic | None:
-        """The job's representative traffic on the pools of its SUs ``sus``, or None when it crosses no pool."""
+        """The job's representative traffic on the pools of its SUs ``sus``, or None when it crosses no pool
+        (kept: the jobs of one shape placed alike share it, and nothing changes it)."""
+        key = (shape.key, cls, sus)
+        if key in self._traffic:
+            return self._traffic[key]
         canon = self._canonical_traffic(shape, cls)
-        if canon is None:
-            return None
-        pools = np.array([self._pool_id[(sus[key[0]],) + key[1:]] for key in canon.keys], dtype=np.int64)
-        return Traffic(pools, canon.loads, canon.nic_rate_Bps, canon.pool_rate_Bps)
+        found = None
+        if canon is not None:
+            pools = np.array([self._pool_id[(sus[k[0]],) + k[1:]] for k in canon.keys], dtype=np.int64)
+            found = Traffic(pools, canon.loads, canon.nic_rate_Bps, canon.pool_rate_Bps)
+        self._traffic[key] = found
+        return found
 
     def shares(self, traffics: list[Traffic]) -> np.ndarray:
-        """Each job's share ``r / r_solo`` of its traffic when all of them cross the pools together."""
+        """Each job's share ``r / r_solo`` of its traffic when all of them cross the pools together; kept for
+        each list of traffics (the jobs' traffics are kept objects, so the same jobs placed alike recur)."""
+        key = tuple(id(t) for t in traffics)
+        found = self._shares.get(key)
+        if found is None:
+            found = self._solved_shares(traffics)
+            self._shares[key] = found
+        return found[1]
+
+    def _solved_shares(self, traffics: list[Traffic]) -> tuple[list[Traffic], np.ndarray]:
+        """(the traffics, kept alive while their ids key the answer; their shares)."""
         if not traffics:
-            return np.zeros(0)
+            return list(traffics), np.zeros(0)
         n = len(traffics)
         base = len(self.fabric.capacity_Bps)
         co = np.concatenate([np.full(len(t.pools) + 1, j) for j, t in enumerate(traffics)])
@@ -222,4 +252,6 @@ class StepTimes:
         capacity = np.concatenate([self.fabric.capacity_Bps, [t.nic_rate_Bps for t in traffics]])
         rates = max_min_rates(co, link, load, capacity, n)
         solo = np.array([t.solo_rate_Bps for t in traffics])
-        return np.minimum(1.0, rates / solo)
+        shares = np.minimum(1.0, rates / solo)
+        shares.flags.writeable = False
+        return list(traffics), shares
