@@ -174,3 +174,14 @@ def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
         assert counts[0]["plans_equivalent"] > 0 and counts[1]["plans_rejected"] > 0
         assert counts[2]["exhaustive"] is False and counts[2]["plans_evaluated"] == 700
     """)
+
+
+def test_a_shared_cluster_plays_its_baseline_on_a_second_core_to_the_same_record():
+    _run("""
+        import twin.api.operations as operations
+        from twin.api import run_file
+        split = run_file("scenarios/superpod-shared.yaml").to_json()
+        operations.split_map = lambda play, items, worth: [play(item) for item in items]
+        alone = run_file("scenarios/superpod-shared.yaml").to_json()
+        assert '"carbon_aware"' in split and split == alone
+    """)

@@ -20,6 +20,7 @@ from twin.api.bounds import capped_lognormal_mean, check_generator_work, check_q
 from twin.api.specs import checkpoint_policy_of, cluster_of, failure_policy_of, serving_spec_of, site_of
 from twin.api.training import compile_training
 from twin.calibration import Efficiency, ServingEfficiency
+from twin.cores import split_map
 from twin.engine.iteration import simulate_iteration
 from twin.engine.stage_costs import StepCosts
 from twin.engine.step import StepBreakdown
@@ -341,10 +342,12 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
                                failures, power, infra_w, clock)
         return run, account(run, site.pue, grids, carbon.start_month, site.price)
 
-    run, accounts = play(site_clock)
     aware = None
-    if site_clock is not None:
-        aware = _compared(run, accounts, *play(None), grids, site.pue, carbon.start_month)
+    if site_clock is None:
+        run, accounts = play(None)
+    else:       # the carbon-aware play here, the same jobs without the policy on a second core (twin/cores.py)
+        (run, accounts), baseline = split_map(play, [site_clock, None], worth=True)
+        aware = _compared(run, accounts, *baseline, grids, site.pue, carbon.start_month)
     use = power_use(run, site.pue, jb.power_limit)
     _warn(run, use, jb, warnings)
     result = OperationsResult(
