@@ -234,12 +234,15 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 
+def sources(top: Path) -> list[tuple[str, str]]:
+    """(module name, source text) of every module of ``top/twin``."""
+    return [(module_name(path, top), path.read_text(encoding="utf-8")) for path in sorted((top / "twin").rglob("*.py"))]
+
+
 def oversized(top: Path) -> list[str]:
     """Modules of ``top/twin`` over ``MAX_MODULE_LINES`` and functions over ``MAX_FUNCTION_LINES``."""
     out = []
-    for path in sorted((top / "twin").rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        here = module_name(path, top)
+    for here, text in sources(top):
         lines = len(text.splitlines())
         if lines > MAX_MODULE_LINES:
             out.append(f"{here}: {lines} lines (at most {MAX_MODULE_LINES})")
@@ -273,14 +276,10 @@ MACHINE_DEPENDENT = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "p
 
 def machine_dependent_calls(top: Path) -> list[str]:
     """Calls ``np.<f>(...)`` / ``numpy.<f>(...)`` of a function of ``MACHINE_DEPENDENT`` in ``top/twin``."""
-    out = []
-    for path in sorted((top / "twin").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id in {"np", "numpy"}
-                    and node.func.attr in MACHINE_DEPENDENT):
-                out.append(f"{module_name(path, top)}:{node.lineno}: np.{node.func.attr}")
-    return out
+    return [f"{here}:{node.lineno}: np.{node.func.attr}" for here, text in sources(top) for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in {"np", "numpy"}
+            and node.func.attr in MACHINE_DEPENDENT]
 
 
 def test_no_number_depends_on_the_cpu():
