@@ -276,7 +276,8 @@ MACHINE_DEPENDENT = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "p
 
 def machine_dependent_calls(top: Path) -> list[str]:
     """Calls ``np.<f>(...)`` / ``numpy.<f>(...)`` of a function of ``MACHINE_DEPENDENT`` in ``top/twin``."""
-    return [f"{here}:{node.lineno}: np.{node.func.attr}" for here, text in sources(top) for node in ast.walk(ast.parse(text))
+    return [f"{here}:{node.lineno}: np.{node.func.attr}"
+            for here, text in sources(top) for node in ast.walk(ast.parse(text))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name) and node.func.value.id in {"np", "numpy"}
             and node.func.attr in MACHINE_DEPENDENT]

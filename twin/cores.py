@@ -39,10 +39,12 @@ Result = TypeVar("Result")
 
 
 def can_split() -> bool:
-    """Whether this process may fork a helper for half of a Monte Carlo (module docstring)."""
+    """Whether this process may fork a child for half of a list (module docstring)."""
+    if not (_may_split and sys.platform.startswith("linux") and hasattr(os, "fork")):
+        return False
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.name != THREAD_NAME]
-    return (_may_split and sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) >= 2
-            and threading.current_thread() is threading.main_thread() and not others)
+    return (len(os.sched_getaffinity(0)) >= 2 and threading.current_thread() is threading.main_thread()
+            and not others)
 
 
 def one_core() -> None:

@@ -149,7 +149,8 @@ def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
     these fractions of the offline throughput to the first deployment's sweep (a curve to draw)."""
     def searched(numbered: tuple[int, Deployment]) -> CapacityResult:
         i, d = numbered
-        return replace(_capacity(scenario, d, target_rate_per_s, grid if i == 0 else ()), calibration=_band(scenario, d))
+        found = _capacity(scenario, d, target_rate_per_s, grid if i == 0 else ())
+        return replace(found, calibration=_band(scenario, d))
 
     numbered = list(enumerate(deployments(scenario)))      # half of them on a second core (twin/cores.py)
     first, *others = split_map(searched, numbered, worth=len(numbered) > 1)

@@ -31,8 +31,8 @@ from functools import lru_cache, partial
 import numpy as np
 import simpy
 
-from twin.engine.budget import expected_failures, job_costs, per_sample_share
 from twin.cores import split_map
+from twin.engine.budget import expected_failures, job_costs, per_sample_share
 from twin.engine.job_loop import JobNodes, play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
@@ -329,7 +329,6 @@ class JobStats:
         return np.array([self.ideal_s / s.wall_s for s in self.samples])
 
 
-@lru_cache(maxsize=64)
 def _seeded(spec: JobSpec, seed: np.random.SeedSequence) -> JobSample:
     return _played(spec, np.random.default_rng(seed))
 
@@ -341,6 +340,7 @@ def _failures_per_sample(spec: JobSpec) -> float:
     return min(math.inf if expected is None else expected, spec.max_interruptions)
 
 
+@lru_cache(maxsize=64)
 def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     """``samples`` runs with seeds derived from ``seed`` (played by the event loop); the median run is replayed
     by the SimPy processes with its timeline.
