@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -148,11 +149,11 @@ def test_a_pool_worker_splits_nothing():
     _run("""
         from concurrent.futures import ProcessPoolExecutor
         from twin.cores import can_split, one_core
-        from twin.studies.executor import die_with_parent
+        from twin.studies.executor import start_worker
         import os
         with ProcessPoolExecutor(1, initializer=one_core) as pool:
             assert pool.submit(can_split).result() is False
-        with ProcessPoolExecutor(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(1, initializer=start_worker, initargs=(os.getpid(),)) as pool:
             assert pool.submit(can_split).result() is False
     """)
 
@@ -187,3 +188,35 @@ def test_a_shared_cluster_plays_its_baseline_on_a_second_core_to_the_same_record
         alone = run_file("scenarios/superpod-shared.yaml").to_json()
         assert '"carbon_aware"' in split and split == alone
     """)
+
+
+def test_a_child_dies_with_its_killed_parent(tmp_path):
+    """A command killed mid-way (``kill -9``) leaves no child working on its half."""
+    mark = tmp_path / "child.pid"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, time
+        from twin.cores import split_map
+        parent = os.getpid()
+        def work(i):
+            if os.getpid() != parent:                     # the child: say who it is, then work for long
+                open({str(mark)!r} + ".tmp", "w").write(str(os.getpid()))
+                os.rename({str(mark)!r} + ".tmp", {str(mark)!r})
+                time.sleep(60)
+            else:                                         # the parent: killed once the child works
+                while not os.path.exists({str(mark)!r}):
+                    time.sleep(0.01)
+                os.kill(parent, 9)
+        split_map(work, [0, 1], True)
+    """)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert done.returncode == -9
+    child = int(mark.read_text())
+    for _ in range(500):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as stat:          # reaped by init: gone, or a zombie for a moment
+            if stat.read().split()[2] == "Z":
+                return
+        time.sleep(0.01)
+    pytest.fail(f"child {child} still runs 5 s after its parent was killed")

@@ -18,19 +18,25 @@ The fork is taken only where it is safe and pays:
   Carlo alone), nor in a worker of a pool of processes that already fills the cores (``one_core``).
 
 A child that fails, dies or sends nothing back costs only time: the parent plays its half itself. The child
-leaves through ``os._exit``, without running the parent's exit handlers or flushing its buffers.
+leaves through ``os._exit``, without running the parent's exit handlers or flushing its buffers, and dies
+with its parent (a command killed mid-way leaves no child working on).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from twin.ticker import THREAD_NAME
+
+# Linux prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
 
 _may_split = True       # False in a child of a split, and in a worker of a pool that already fills the cores
 
@@ -47,6 +53,20 @@ def can_split() -> bool:
             and not others)
 
 
+def die_with_parent(parent: int) -> None:
+    """The kernel kills this process when its parent ``parent`` dies (even by ``kill -9``): no child of a split
+    or worker of a study outlives what started it. Linux only (``prctl``); elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):          # no prctl: the parent's own ending is all there is
+        return
+    if os.getppid() != parent:                 # the parent died before the signal was armed
+        os._exit(1)
+
+
 def one_core() -> None:
     """This process splits nothing: a pool worker's initialiser (studies, validation), whose pool already
     runs a process per core."""
@@ -61,11 +81,13 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
         return [play(item) for item in items]
     half = len(items) // 2
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:                                   # the child: its half, pickled into the pipe, then gone
         global _may_split
         _may_split, code = False, 1
         try:
+            die_with_parent(parent)
             os.close(read_fd)
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(pickle.dumps([play(item) for item in items[half:]], pickle.HIGHEST_PROTOCOL))

@@ -11,16 +11,13 @@ same numbers whatever the executor, the number of workers or the batching.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import ctypes
 import multiprocessing
 import os
 import re
-import signal
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from twin.cores import one_core
+from twin.cores import die_with_parent, one_core
 from twin.errors import ScenarioError
 
 # Seconds of work a task should carry: long enough that scheduling costs (a few ms
@@ -34,8 +31,6 @@ TASKS_PER_WORKER = 2
 CONNECT_TIMEOUT_S = 10
 # Local worker processes at most, even with --oversubscribe: each holds a copy of the twin (about 100 MB).
 MAX_LOCAL_WORKERS = 256
-# Linux prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
-PR_SET_PDEATHSIG = 1
 # A Dask scheduler address: [tcp://|tls://|inproc://]HOST:PORT.
 _ADDRESS = re.compile(r"^(?:(?:tcp|tls|ucx|inproc)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
@@ -95,7 +90,7 @@ class LocalPool(Executor):
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                            initializer=die_with_parent, initargs=(os.getpid(),))
+                                            initializer=start_worker, initargs=(os.getpid(),))
 
     def submit(self, fn: Callable, *args: Any) -> cf.Future:
         return self._pool.submit(fn, *args)
@@ -108,20 +103,11 @@ class LocalPool(Executor):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def die_with_parent(parent: int) -> None:
-    """A worker's initialiser: the kernel kills this process when its parent dies (even by ``kill -9``),
-    so no worker outlives its study. Linux only (``prctl``); elsewhere a no-op. The pool fills the cores:
-    the worker splits nothing over them (``twin/cores.py``)."""
+def start_worker(parent: int) -> None:
+    """A worker's initialiser: it dies with its parent (``twin.cores.die_with_parent``), so no worker outlives
+    its study, and splits nothing over the cores its pool already fills (``twin.cores.one_core``)."""
     one_core()
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):          # no prctl: the pool's own shutdown is all there is
-        return
-    if os.getppid() != parent:                 # the parent died before the signal was armed
-        os._exit(1)
+    die_with_parent(parent)
 
 
 class DaskCluster(Executor):
