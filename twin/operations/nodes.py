@@ -100,25 +100,25 @@ class NodePool:
             for node in list(job.nodes):
                 self.release(job, node, now)
             return
-        gpus = job.need.gpus
         for node in job.nodes:
-            job.tally.gpu_seconds += gpus * (now - job.spans[node])
-            job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
-            self.on_node[node].discard(job.index)
-            self._hold(job, -gpus)
-        self.pool.give(job.nodes, gpus)
+            self._close_node(job, node, now)
+        self.pool.give(job.nodes, job.need.gpus)
         job.nodes.clear()
         self.changed()
 
     def _release_node(self, job: TrainingJob, node: int, now: float) -> int:
-        job.tally.gpu_seconds += job.need.gpus * (now - job.spans[node])
-        job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
+        self._close_node(job, node, now)
         job.nodes.remove(node)
-        self.on_node[node].discard(job.index)
-        self._hold(job, -job.need.gpus)
         self.pool.give([node], job.need.gpus)
         self.changed()
         return 1
+
+    def _close_node(self, job: TrainingJob, node: int, now: float) -> None:
+        """A training job's time on ``node`` ends: its GPU-seconds and span are kept, the node no longer holds it."""
+        job.tally.gpu_seconds += job.need.gpus * (now - job.spans[node])
+        job.closed_spans.append(NodeSpan(node, job.spans.pop(node), now))
+        self.on_node[node].discard(job.index)
+        self._hold(job, -job.need.gpus)
 
     def _release_slots(self, job: ServiceJob, node: int, now: float) -> int:
         freed = 0
