@@ -265,16 +265,19 @@ def test_a_kept_estimated_end_follows_the_jobs_progress_phase_and_speed():
     job.start_s, job.phase = 0.0, Phase.TRAIN
     job.set_speed(None)
 
+    def end(now: float) -> float:
+        return job.ending_at(now)[0]
+
     def fresh(now: float) -> float:
         job.ending = None
-        return job.estimated_end(now)
+        return end(now)
 
-    assert job.estimated_end(0.0) == fresh(0.0) == 100.0
+    assert end(0.0) == fresh(0.0) == 100.0
     job.advance(30.5)
-    assert job.estimated_end(30.5) == fresh(30.5) == 100.0
+    assert end(30.5) == fresh(30.5) == 100.0
     job.interrupted(30.5)                                  # back to the last whole second: 70 s of work left
-    assert job.estimated_end(30.5) == fresh(30.5) == 100.5
+    assert end(30.5) == fresh(30.5) == 100.5
     job.advance(30.5)
     job.phase, job.restart_end_s = Phase.RESTART, 40.0
-    assert job.estimated_end(31.0) == fresh(31.0) == 40.0 + 70.0
-    assert job.estimated_end(35.0) == 40.0 + 70.0 and job.estimated_end(45.0) == 45.0 + 70.0
+    assert end(31.0) == fresh(31.0) == 40.0 + 70.0
+    assert end(35.0) == 40.0 + 70.0 and end(45.0) == 45.0 + 70.0

@@ -149,12 +149,9 @@ class ClusterJob(ABC):
             self.tally.step_time_integral += dt * self.step_s
         self.mark_s = now
 
-    def estimated_end(self, now: float) -> float:
-        """Its time limit, or its remaining work at its current speed (after a restart in progress)."""
-        return self.ending_at(now)[0]
-
     def ending_at(self, now: float) -> tuple[float, list[int], int]:
-        """(estimated end, nodes, GPUs per node): what a backfill reservation reads of every running job. Kept
+        """(estimated end, nodes, GPUs per node): what a backfill reservation reads of every running job. The
+        end is its time limit, or its remaining work at its current speed (after a restart in progress). Kept
         while the estimate holds (a time limit; training at one speed), until the job's progress, speed or
         phase next change (``advance``, ``set_speed``, ``interrupted``)."""
         if self.ending is not None:

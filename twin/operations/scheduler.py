@@ -127,12 +127,10 @@ class FairShare:
         keep = math.exp(-rate * dt)
         fresh = 1 - keep
         usage = self.usage
-        if usage.keys() >= allocated.keys():    # tenants already counted keep their place (the order summed in)
-            for tenant, used in usage.items():
-                usage[tenant] = used * keep + allocated.get(tenant, 0) * fresh / rate
-        else:
-            for tenant in set(usage) | set(allocated):
-                usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * fresh / rate
+        # Tenants already counted keep their place, new ones follow in the order they hold GPUs: the order the
+        # usage is summed in is the same in every process (a set's would follow the strings' hash seed).
+        for tenant in [*usage, *(t for t in allocated if t not in usage)]:
+            usage[tenant] = usage.get(tenant, 0.0) * keep + allocated.get(tenant, 0) * fresh / rate
         self.updated_s = now
 
     def factor(self, tenant: str) -> float:
