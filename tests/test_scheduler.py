@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from twin.operations.pool import node_mask
 from twin.operations.scheduler import (FairShare, Hold, Need, Partitions, Policy, Pool, Queue, Running, Waiting, order,
                                        place_service, release_slot, schedule)
 
@@ -47,7 +48,7 @@ def test_a_small_job_goes_to_the_busiest_node_it_fits_or_the_first_under_first_f
     assert p.choose(Need(2, 2), "topology") == [1]
     assert p.choose(Need(2, 2), "first-fit") == [0]
     assert p.choose(Need(1, 7), "topology") == [2]
-    assert p.choose(Need(1, 7), "topology", avoid=frozenset({2})) is None
+    assert p.choose(Need(1, 7), "topology", avoid_mask=node_mask({2})) is None
 
 
 def test_the_quick_fit_test_agrees_with_choosing():
@@ -252,7 +253,7 @@ def test_the_pool_chooses_the_nodes_its_policies_define(units, changes, needs, a
         for placement in ("topology", "first-fit"):
             for skip in (frozenset(), avoid):
                 expected = _choice_as_written(p.free, p.usable, su, GPN, need, placement, skip)
-                assert p.choose(need, placement, skip) == expected
+                assert p.choose(need, placement, node_mask(skip)) == expected
                 assert p.fits(need) == (_choice_as_written(p.free, p.usable, su, GPN, need, placement,
                                                            frozenset()) is not None)
     assert p.by_free == [sum(1 for n in range(len(su)) if p.usable[n] and p.free[n] == f) for f in range(GPN + 1)]

@@ -168,7 +168,7 @@ class NodePool:
             for su, mask in self.pool.su_masks:
                 if su not in own:
                     elsewhere |= mask
-            candidates = self.pool.pick(need, "first-fit", elsewhere)
+            candidates = self.pool.choose(need, "first-fit", elsewhere)
         if candidates is None:
             candidates = self.pool.choose(need, self.placement)
         if candidates is not None:

@@ -107,12 +107,9 @@ class Pool:
             return self.by_free[self.gpn] >= need.nodes
         return any(self.masks[need.gpus:])
 
-    def choose(self, need: Need, placement: str, avoid: frozenset[int] = frozenset()) -> list[int] | None:
-        """Nodes for ``need`` by the placement policy, or None when it does not fit."""
-        return self.pick(need, placement, node_mask(avoid) if avoid else 0)
-
-    def pick(self, need: Need, placement: str, avoid_mask: int = 0) -> list[int] | None:
-        """``choose`` with the nodes to avoid as a bit mask."""
+    def choose(self, need: Need, placement: str, avoid_mask: int = 0) -> list[int] | None:
+        """Nodes for ``need`` by the placement policy, none of ``avoid_mask`` (a bit mask, ``node_mask``), or
+        None when it does not fit."""
         if not self.fits(need):
             return None
         keep = ~avoid_mask

@@ -245,7 +245,7 @@ def reservation(pool: Pool, head: Waiting, running: list[Running], placement: st
     for end_s, nodes, gpus in sorted(running, key=itemgetter(0)):
         future.give(nodes, gpus)
         if future.fits(need):
-            chosen = future.pick(need, placement)
+            chosen = future.choose(need, placement)
             if chosen is not None:
                 return end_s, frozenset(chosen)
     return math.inf, frozenset()
@@ -271,7 +271,7 @@ def schedule(policy: Policy, pool: Pool, queue: Queue | list[Waiting], running: 
     waiting = (queue if isinstance(queue, Queue) else Queue(queue)).ordered(policy, fair)
     head = None
     for job in waiting:
-        nodes = state.pick(job.need, policy.placement, _avoid(hold, job, now))
+        nodes = state.choose(job.need, policy.placement, _avoid(hold, job, now))
         if nodes is None:
             head = job
             break
@@ -316,7 +316,7 @@ def _backfill(policy: Policy, state: Pool, candidates: list[Waiting], shadow: fl
             avoid |= reserved_mask
         if (job.need, avoid) in failed:
             continue
-        nodes = state.pick(job.need, policy.placement, avoid)
+        nodes = state.choose(job.need, policy.placement, avoid)
         if nodes is None:
             failed.add((job.need, avoid))
             continue
