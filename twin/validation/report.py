@@ -12,7 +12,10 @@ from twin.validation.serving import GROUPS, SERVING_SOURCE, ServingGroup, Servin
 from twin.validation.serving import run_cases as run_serving
 from twin.validation.serving import summarize as summarize_serving
 
-TARGETS = {"calibration": 0.05, "check": 0.07}   # throughput MAPE the project holds itself to
+# Throughput MAPE the project holds itself to: training (calibration 5%; check cases 6%, the target of the
+# training-at-scale work, after 7% before it) and serving (calibration 8%, check rows 12%).
+TARGETS = {"calibration": 0.05, "check": 0.06}
+SERVING_TARGETS = {"calibration": 0.08, "check": 0.12}
 
 
 def _num(x: float) -> str:
@@ -52,16 +55,19 @@ def group_rows(summary: Summary) -> list[list[str]]:
 GROUP_HEADER = ["group", "role", "cases", "MAPE", "worst case", "its error"]
 
 
+def _verdict(mape: float, target: float | None) -> str:
+    """"  (target ≤ T%: met)" or "NOT met"; nothing without a target or a MAPE."""
+    if target is None or math.isnan(mape):
+        return ""
+    return "  (target ≤ {:.0f}%: {})".format(100 * target, "met" if mape <= target else "NOT met")
+
+
 def role_lines(summary: Summary) -> list[str]:
     out = []
     for role in ("calibration", "check", "all"):
         target = TARGETS.get(role)
-        mark = ""
-        if target is not None and not math.isnan(summary.throughput_mape[role]):
-            mark = "  (target ≤ {:.0f}%: {})".format(100 * target, "met" if summary.throughput_mape[role] <= target
-                                                     else "NOT met")
         out.append(f"throughput MAPE, {role} cases ({summary.throughput_cases[role]}): "
-                   f"{_mape(summary.throughput_mape[role])}{mark}")
+                   f"{_mape(summary.throughput_mape[role])}{_verdict(summary.throughput_mape[role], target)}")
     for gpu, (n, mape) in summary.by_gpu.items():
         out.append(f"throughput MAPE, check cases on {gpu} ({n}): {_mape(mape)}")
     out.append(f"overall MAPE, every evaluated case: {_mape(summary.overall_mape)}")
@@ -136,9 +142,19 @@ def serving_case_rows(outcomes: list[ServingOutcome]) -> list[list[str]]:
              _pct(o.error if math.isfinite(o.error) else None)] for o in outcomes]
 
 
+def serving_target_lines(groups: list[ServingGroup]) -> list[str]:
+    """The mean absolute error of all calibration and all check rows against the project's targets."""
+    out = []
+    for g in groups:
+        role = g.name.removeprefix("all ").removesuffix(" rows")
+        if g.name == f"all {role} rows" and role in SERVING_TARGETS:
+            out.append(f"serving MAPE, {role} rows ({g.rows}): {_mape(g.mae)}{_verdict(g.mae, SERVING_TARGETS[role])}")
+    return out
+
+
 def serving_text(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:
     return "\n".join(["Serving: TensorRT-LLM 0.13.0 offline throughput (output tokens/s)", "",
-                      table(serving_group_rows(groups), SERVING_GROUP_HEADER), "",
+                      table(serving_group_rows(groups), SERVING_GROUP_HEADER), "", *serving_target_lines(groups), "",
                       "Serving by engine and kind of row (prompt-heavy: input ≥ 4 × output; decode-heavy: "
                       "output ≥ 4 × input)", "",
                       table(serving_group_rows(by_engine_and_kind(outcomes)), SERVING_KIND_HEADER)])
@@ -148,6 +164,7 @@ def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup])
     """The generated serving part of docs/validation.md."""
     out = ["## Serving results", "", f"Source: {SERVING_SOURCE}.", "",
            "### Per group", "", _md_table(serving_group_rows(groups), SERVING_GROUP_HEADER), ""]
+    out += [f"- {line}" for line in serving_target_lines(groups)] + [""]
     out += [f"- **{name}**: {text}" for name, text in GROUPS.items()]
     out += ["", "### By engine and kind of row", "",
             "Prompt-heavy rows have an input at least 4 times their output, decode-heavy rows the reverse.", "",
