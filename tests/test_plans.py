@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from twin.studies.plans import FIT_RULES, PLAN_RULES, PlanChoice, plan_choices, undominated
+from twin.studies.plans import FIT_RULES, PLAN_RULES, PlanChoice, outside_space, plan_choices, undominated
 from twin.workload.model import model_spec
+from twin.workload.plan import ParallelPlan
 
 LLAMA2_70B = model_spec("llama2-70b")           # 64 heads, 8 KV heads, 80 layers
 
@@ -55,3 +56,23 @@ def test_undominated_by_hand_and_as_every_pair_compared():
     plans = list(plan_choices(LLAMA2_70B, 16, 8, ("none", "selective", "full"), PLAN_RULES, global_batch=8))
     pairwise = {c for c in plans if not any(o.dominates(c) for o in plans)}
     assert undominated(plans) == pairwise and 0 < len(pairwise) < len(plans)
+
+
+def _plan(tensor: int, pipeline: int, data: int, virtual: int = 1, microbatch: int = 1, zero: int = 1,
+          recompute: str = "none") -> ParallelPlan:
+    return ParallelPlan(tensor, pipeline, data, 1, microbatch, virtual, "interleaved" if virtual > 1 else "1f1b",
+                        tensor > 1, recompute, zero, True, True, 8, 4096)
+
+
+def test_a_plan_outside_the_space_is_told_why():
+    """Llama 3's published layout (126 layers, 16 stages × 4 chunks) splits the layers unevenly: the search, which
+    interleaves even splits only, cannot find it, and says so; a plan drawn from the space is inside it."""
+    llama3 = model_spec("llama3-405b")               # 126 layers
+    assert outside_space(LLAMA2_70B, _plan(8, 2, 1, virtual=4, zero=2), 16, 8, ("none", "full"),
+                         global_batch=8) is None
+    uneven = outside_space(llama3, _plan(8, 16, 128, virtual=4), 16384, 8, global_batch=2048)
+    assert uneven == ("its 4 virtual stages split the 126 layers unevenly over 64 chunks, and the search "
+                      "interleaves even splits only, as Megatron-LM requires")
+    assert "more than the search's 8" in outside_space(LLAMA2_70B, _plan(8, 2, 1, virtual=10), 16, 8, global_batch=8)
+    assert "outside the search space" in outside_space(LLAMA2_70B, _plan(8, 2, 1, microbatch=3), 16, 8,
+                                                       global_batch=24)

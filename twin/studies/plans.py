@@ -33,7 +33,7 @@ from typing import Any, Literal
 from twin.api import Prepared
 from twin.options import RECOMPUTES, ZERO_STAGES, Recompute, Schedule, recompute_levels
 from twin.workload.model import ModelSpec
-from twin.workload.plan import PlanRequest
+from twin.workload.plan import ParallelPlan, PlanRequest
 
 # Micro-batch sizes the plan search tries (those that divide the global batch).
 MICROBATCHES = (1, 2, 4, 8, 16)
@@ -170,6 +170,25 @@ def plan_choices(model: ModelSpec, gpus: int, gpus_per_node: int, recompute: tup
                         for level in recompute:
                             for zero in zeros:
                                 yield PlanChoice(t, p, data, zero, level, ep, mb, v, schedule)
+
+
+def outside_space(model: ModelSpec, plan: ParallelPlan, gpus: int, gpus_per_node: int,
+                  recompute: tuple[Recompute, ...] = RECOMPUTES, rules: PlanRules = PLAN_RULES,
+                  global_batch: int = 1) -> str | None:
+    """Why ``plan`` is not among ``plan_choices`` under ``rules`` (one phrase), or None when it is. Its data
+    parallelism is left out of the comparison where the rules leave it to the plan (``fill`` false)."""
+    if plan.virtual_stages > 1 and model.layers % (plan.pipeline * plan.virtual_stages):
+        chunks = plan.pipeline * plan.virtual_stages
+        return (f"its {plan.virtual_stages} virtual stages split the {model.layers} layers unevenly over {chunks} "
+                "chunks, and the search interleaves even splits only, as Megatron-LM requires")
+    if plan.virtual_stages > rules.max_virtual_stages:
+        return f"it interleaves {plan.virtual_stages} virtual stages, more than the search's {rules.max_virtual_stages}"
+    wanted = PlanChoice(plan.tensor, plan.pipeline, plan.data if rules.fill else None, plan.zero, plan.recompute,
+                        plan.expert, plan.microbatch, plan.virtual_stages, plan.schedule)
+    for choice in plan_choices(model, gpus, gpus_per_node, recompute, rules, global_batch):
+        if replace(choice, microbatch=choice.microbatch or plan.microbatch) == wanted:
+            return None
+    return "it lies outside the search space (docs/studies.md, \"The space\")"
 
 
 def plan_space(prepared: Prepared, rules: PlanRules = PLAN_RULES, gpus: int | None = None) -> Iterator[PlanRequest]:

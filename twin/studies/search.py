@@ -45,10 +45,10 @@ from twin.api import (
     with_overrides,
 )
 from twin.errors import InfeasibleError, ScenarioError
-from twin.options import OBJECTIVES, ConstraintName, Objective
+from twin.options import OBJECTIVES, ConstraintName, Objective, recompute_levels
 from twin.results import PlanEstimate, Result
 from twin.studies.records import PlanSearch, RankedPlan
-from twin.studies.plans import plan_space
+from twin.studies.plans import PLAN_RULES, outside_space, plan_space
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
 from twin.workload.plan import ParallelPlan, PlanRequest
@@ -295,7 +295,8 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
         if count and len(refined) < min(count, len(valued)):
             notes.append(f"{min(count, len(valued)) - len(refined)} of the top plans met the constraints in closed "
                          "form but not once failures were simulated")
-        baseline = _baseline(data, source)
+        baseline, prepared = _baseline(data, source)
+        notes += _baseline_note(prepared, baseline, best, objective, count)
     return PlanSearch(
         scenario=str(data.get("name", "unnamed scenario")), objective=objective,
         constraints=tuple(c.text for c in bounds), options=len(options), option_errors=tuple(errors),
@@ -334,15 +335,40 @@ def _played(data: dict[str, Any], plan: RankedPlan, source: str) -> RankedPlan:
     return replace(plan, result=simulate(parse_scenario(_variant(data, plan), source)))
 
 
-def _baseline(data: dict[str, Any], source: str) -> RankedPlan | None:
-    """The scenario's own plan on its own cluster, estimated and played in full (None when it cannot run)."""
+def _baseline(data: dict[str, Any], source: str) -> tuple[RankedPlan | None, Prepared | None]:
+    """The scenario's own plan on its own cluster, estimated and played in full, and the prepared scenario
+    (None, None when it cannot run)."""
     try:
         scenario = parse_scenario(data, source)
         prepared = prepare(scenario)
         guess = estimate(prepared, prepared.request)
     except ScenarioError:
-        return None
-    return RankedPlan({}, guess, simulate(scenario))
+        return None, None
+    return RankedPlan({}, guess, simulate(scenario)), prepared
+
+
+# How the scenario's own plan beats the plans found, by objective.
+_BETTER = {"time": "trains faster", "cost": "costs less", "carbon": "emits less", "energy": "uses less energy"}
+
+
+def _baseline_note(prepared: Prepared | None, baseline: RankedPlan | None, best: list[RankedPlan],
+                   objective: Objective, refined: int) -> list[str]:
+    """A note when the scenario's own plan beats every plan found, saying why the search missed it: the plan is
+    outside the space (``plans.outside_space``), or inside it but ranked below the ``refined`` best in closed
+    form."""
+    if baseline is None or prepared is None or not best:
+        return []
+    own = objective_of(baseline.result, objective)
+    found = objective_of(best[0].result or best[0].estimate, objective)
+    if own is None or found is None or own >= found:
+        return []
+    tr, cluster = prepared.scenario.training, prepared.cluster
+    why = outside_space(prepared.model, baseline.estimate.plan, cluster.work_gpus, cluster.node.gpus,
+                        recompute_levels(tr.attention), PLAN_RULES, tr.global_batch)
+    if why is None:
+        why = (f"it is in the search space, but its closed-form estimate ranked it below the {refined} plans "
+               "played in full (--refine plays more)")
+    return [f"the scenario's own plan {_BETTER[objective]} than every plan found: {why}"]
 
 
 def _label(values: dict[str, Any]) -> str:
