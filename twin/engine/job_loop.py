@@ -91,10 +91,7 @@ class _Sample:
         self.cumulative = cumulative.tolist()   # a list: bisected at every failure
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
-        # numpy's ``exponential(scale)`` is ``scale * standard_exponential()``: the same draw, without parsing
-        # an argument at every failure; the mean interval is kept by the number of nodes missing.
-        self.standard_exponential, self.random = rng.standard_exponential, rng.random
-        self.mean_intervals_s: dict[int, float] = {}
+        self.exponential, self.random = rng.exponential, rng.random
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
         self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
         self.horizon_s = spec.horizon_s
@@ -107,10 +104,7 @@ class _Sample:
 
     def _next_failure_after(self, t_s: float) -> float:
         """The next failure's time, drawn at ``t_s`` from the job's failure rate at its size now."""
-        mean_s = self.mean_intervals_s.get(self.nodes.missing)
-        if mean_s is None:
-            mean_s = self.mean_intervals_s[self.nodes.missing] = 1.0 / (self.rate_full * self.nodes.active_share())
-        return t_s + mean_s * self.standard_exponential()
+        return t_s + self.exponential(1.0 / (self.rate_full * self.nodes.active_share()))
 
     def _until(self, end_s: float) -> Component | None:
         """Advance to ``end_s`` unless a failure comes first: then to it, and return its component, drawn
@@ -196,7 +190,7 @@ class _Sample:
         if nodes.repairs and nodes.repairs[0] <= self.t:
             nodes.returns(self.t)
         if component.replace:
-            nodes.lose(self.t + spec.repair_mean_s * self.standard_exponential())
+            nodes.lose(self.t + self.exponential(spec.repair_mean_s))
         again = self._restarting(spec.detection_s)
         if again is not None:
             return again
