@@ -135,6 +135,47 @@ def test_memory_advice_offers_plans_that_fit():
     assert any(a.startswith("ZeRO-3") or a.startswith("pipeline") for a in r.memory_advice)
 
 
+def _does_not_fit(model: str, nodes: int) -> dict:
+    data = copy.deepcopy(BASE)
+    data["cluster"]["nodes"] = nodes
+    data["training"].update({"model": model, "global_batch": 64, "seq_len": 4096,
+                             "parallelism": {"tensor": 1, "pipeline": 1, "zero": 1, "recompute": "selective"}})
+    return data
+
+
+def test_where_no_single_change_fits_the_fewest_changes_together_are_named():
+    """70B trained in full on 16 H100s, TP1 and ZeRO-1: 525 GiB a GPU, and no single change fits. The advice is
+    the fewest changes that fit together, and none of them can be left out (each subset is tried by hand)."""
+    from dataclasses import replace
+
+    data = _does_not_fit("llama2-70b", 2)
+    r = run_dict(data)
+    b = build(parse_scenario(data))
+    assert not r.memory_fits and r.memory_advice == [
+        f"together, ZeRO-3, recompute full and tensor 2 would fit ({r.memory_advice[0].rsplit('(', 1)[1]}"]
+    assert any("no single change of ZeRO, recompute, pipeline or tensor fits; together" in w for w in r.warnings)
+    capacity = b.cluster.node.gpu.memory_bytes
+
+    def need(**changes) -> float:
+        plan = replace(b.plan, **changes)
+        return memory_per_gpu(b.model, plan, "bf16", b.stack.attention).required_bytes
+
+    together = {"zero": 3, "recompute": "full", "tensor": 2, "data": 8, "sequence_parallel": True}
+    assert need(**together) <= capacity
+    assert need(zero=3, recompute="full") > capacity                     # each pair of the three falls short
+    assert need(zero=3, tensor=2, data=8, sequence_parallel=True) > capacity
+    assert need(recompute="full", tensor=2, data=8, sequence_parallel=True) > capacity
+
+
+def test_where_nothing_fits_on_the_gpus_the_fewest_doublings_are_named():
+    """405B in full on 16 H100s: ZeRO-3 shards 18 B a parameter over every GPU, 7.3 TB in all, so no plan fits
+    on 64 GPUs (114 GB each) and the advice names 128."""
+    r = run_dict(_does_not_fit("llama3-405b", 2))
+    assert len(r.memory_advice) == 1 and r.memory_advice[0].startswith("on 128 GPUs, ")
+    assert "with ZeRO-3, recompute full and micro-batch 1 would fit" in r.memory_advice[0]
+    assert 405e9 * 18 / 64 > 80 * 2**30 > 405e9 * 18 / 128
+
+
 def test_pipeline_first_stage_holds_p_microbatches_under_1f1b_and_m_under_gpipe():
     data = copy.deepcopy(BASE)
     data["cluster"]["nodes"] = 4

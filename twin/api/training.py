@@ -34,7 +34,8 @@ from twin.results import PlanEstimate, TrainingResult
 from twin.scenario import Scenario, Training
 from twin.units import SECONDS_PER_HOUR, fmt_bytes, fmt_duration, fmt_si
 from twin.workload.finetune import FinetuneSpec, hardware_flops_per_token, model_flops_per_token, trainable_params
-from twin.workload.memory import MemoryBreakdown, fitting_alternatives, longest_sequence, memory_per_gpu
+from twin.workload.memory import (MAX_GPU_DOUBLINGS, MemoryBreakdown, combined_fit, fitting_alternatives,
+                                  longest_sequence, memory_per_gpu)
 from twin.workload.model import ModelSpec
 from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
@@ -409,7 +410,12 @@ def _memory_advice(b: Built, warnings: list[str]) -> list[str]:
         options = fitting_alternatives(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
                                        b.finetune, b.fp8_recipe, b.stack.loss_bytes_per_logit)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
-        fixes = "; ".join(advice) if advice else "no single change of ZeRO, recompute, pipeline or tensor fits"
+        if not advice:
+            together = combined_fit(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
+                                    b.finetune, b.fp8_recipe, b.stack.loss_bytes_per_logit)
+            advice = [f"{together[0]} ({fmt_bytes(together[1])})"] if together else []
+        fixes = "; ".join(advice) if options else "no single change of ZeRO, recompute, pipeline or tensor fits" + (
+            f"; {advice[0]}" if advice else f", nor any plan on up to {2 ** MAX_GPU_DOUBLINGS} times the GPUs")
         warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(needed - capacity)} over); " + fixes)
         return advice

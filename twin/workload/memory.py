@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import product
 
 from twin.options import Fp8Recipe
 from twin.workload.finetune import (
@@ -346,3 +347,63 @@ def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, a
         if total <= capacity_bytes:
             fits.append((label, total))
     return fits
+
+
+# Most doublings of a plan's GPUs ``combined_fit`` tries when nothing fits on them (64 times the GPUs).
+MAX_GPU_DOUBLINGS = 6
+
+
+def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, capacity_bytes: float,
+                 gpus_per_node: int, ft: FinetuneSpec = FULL, fp8_recipe: Fp8Recipe = "hybrid",
+                 loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> tuple[str, float] | None:
+    """What fits when no single change does (``fitting_alternatives``): the plan on the same GPUs that changes the
+    fewest of ZeRO stage, recomputation, micro-batch, tensor and pipeline size (ties: the smallest tensor ×
+    pipeline, then the least memory); where none fits, the same on the fewest doublings of the GPUs (data
+    parallelism grows, and ZeRO shards over it). (description, bytes per GPU), or None when nothing fits even on
+    ``2 ** MAX_GPU_DOUBLINGS`` times the GPUs."""
+    for doublings in range(MAX_GPU_DOUBLINGS + 1):
+        more = replace(plan, data=plan.data * 2 ** doublings)
+        best = min(((len(changes), alternative.tensor * alternative.pipeline, total, changes, alternative)
+                    for changes, alternative in _combinations(model, plan, more, gpus_per_node)
+                    if (total := memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
+                                                loss_bytes_per_logit).required_bytes) <= capacity_bytes),
+                   default=None, key=lambda found: found[:3])
+        if best is not None:
+            _, _, total, changes, p = best
+            if doublings == 0:
+                return "together, " + _listed(changes) + " would fit", total
+            return (f"on {p.gpus:,} GPUs, TP{p.tensor} PP{p.pipeline} DP{p.data} with ZeRO-{p.zero}, recompute "
+                    f"{p.recompute} and micro-batch {p.microbatch} would fit"), total
+    return None
+
+
+def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
+                  gpus_per_node: int) -> list[tuple[list[str], ParallelPlan]]:
+    """Every plan on ``base``'s GPUs of a ZeRO stage, recomputation and micro-batch no hungrier than ``plan``'s and
+    tensor and pipeline sizes doubled from its (splitting the heads, the layers and the global batch), with the
+    changes from ``plan`` that make it."""
+    gpus, out = base.gpus, []
+    tensors = [t for t in (plan.tensor * 2 ** k for k in range(8)) if t <= gpus_per_node and gpus % t == 0
+               and model.heads % t == 0 and model.ffn_hidden % t == 0
+               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
+    recomputes = [plan.recompute] + (["full"] if plan.recompute != "full" else [])
+    micro = [plan.microbatch] + ([1] if plan.microbatch > 1 else [])
+    shapes = [(t, p) for t in tensors for p in (plan.pipeline * 2 ** k for k in range(12))
+              if p * plan.virtual_stages <= model.layers and gpus % (t * p) == 0]
+    for (t, p), zero, recompute, mb in product(shapes, range(plan.zero, 4), recomputes, micro):
+        data = gpus // (t * p)
+        if plan.global_batch % (data * mb):
+            continue
+        changes = [label for label, changed in (
+            (f"ZeRO-{zero}", zero != plan.zero), (f"recompute {recompute}", recompute != plan.recompute),
+            (f"micro-batch {mb}", mb != plan.microbatch), (f"tensor {t}", t != plan.tensor),
+            (f"pipeline {p}", p != plan.pipeline)) if changed]
+        sequence_parallel = (plan.sequence_parallel or plan.tensor == 1) and t > 1
+        out.append((changes, replace(base, tensor=t, pipeline=p, data=data, zero=zero, recompute=recompute,
+                                     microbatch=mb, sequence_parallel=sequence_parallel)))
+    return out
+
+
+def _listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
