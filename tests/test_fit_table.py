@@ -18,7 +18,8 @@ def _option(method: str, weights: str, hours: float, weights_gib: float = 35.85)
             "plan": "TP1 PP1 DP8 (1f1b, micro-batch 1 × 2, ZeRO-2, recompute none)",
             "memory_per_gpu_bytes": total, "memory_capacity_bytes": 180 * GIB,
             "memory_breakdown_bytes": {**parts, "total": total}, "time_to_train_s": hours * 3600.0,
-            "energy_facility_kwh": 1.7713, "energy_cost_eur": {"FR": 0.2561}, "total_cost_eur": {"FR": 0.2561}}
+            "energy_facility_kwh": 1.7713, "energy_cost_eur": {"FR": 0.2561}, "total_cost_eur": {"FR": 0.2561},
+            "cost_parts_eur": None}
 
 
 def _record(options: list[dict]) -> dict:
@@ -58,3 +59,16 @@ def test_money_and_energy_through_the_one_formatter():
     text = fit_table(_record([_option("lora", "nf4", 1.0), _option("qlora", "nf4", 1.0)]))
     assert "0.2561 EUR" in text and "1.771 kWh" in text and "LoRA / QLoRA" in text
     assert "2 of 2 options fit" in text.splitlines()[0] and "1 distinct rows" in text.splitlines()[0]
+
+
+def test_a_cost_without_a_gpu_price_is_marked_electricity_only():
+    """A node type the price list has no on-demand price for costs its electricity alone: its cost cells say so
+    (a mark and a footnote), so that it does not read as hundreds of times cheaper than a rented one."""
+    priced = _option("lora", "bf16", 2.0) | {"node": "dgx-h100", "total_cost_eur": {"FR": 16.19},
+                                             "cost_parts_eur": {"gpu": 15.77, "electricity": 0.41, "total": 16.19}}
+    text = fit_table(_record([_option("lora", "nf4", 1.0), priced]))
+    unpriced_row = next(line for line in text.splitlines() if line.startswith("1 "))
+    priced_row = next(line for line in text.splitlines() if line.startswith("2 "))
+    assert unpriced_row.rstrip().endswith("0.2561 EUR *") and priced_row.rstrip().endswith("16.19 EUR")
+    assert "* electricity only: no GPU price for that node type (see the note below)" in text.splitlines()
+    assert "*" not in fit_table(_record([priced]))

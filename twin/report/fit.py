@@ -38,12 +38,18 @@ def memory_cell(o: dict[str, Any]) -> str:
             f"({'+'.join(f'{p:.1f}' for p in parts)} GiB{', optimizer paged' if paged else ''})")
 
 
+# Marks a cost that holds the electricity alone: the GPUs have no price (``UNPRICED_NOTE``).
+UNPRICED_MARK = " *"
+UNPRICED_NOTE = "* electricity only: no GPU price for that node type (see the note below)"
+
+
 def _row(o: dict[str, Any], countries: list[str]) -> list[str]:
     """One option's cells, without its rank."""
     cost = o["total_cost_eur"]
+    mark = UNPRICED_MARK if o["cost_parts_eur"] is None else ""
     return ([o["node"], f"{o['gpus']}", METHOD_NAMES[o["method"]], o["weights"], short_plan(o["plan"]),
              memory_cell(o), fmt_duration(o["time_to_train_s"]), fmt_energy_kwh(o["energy_facility_kwh"])]
-            + [fmt_money_eur(cost.get(c)) for c in countries])
+            + [fmt_money_eur(cost.get(c)) + (mark if c in cost else "") for c in countries])
 
 
 def merge_rows(rows: list[list[str]]) -> list[list[str]]:
@@ -97,7 +103,10 @@ def fit_table(record: dict[str, Any], top: int | None = DEFAULT_TOP) -> str:
     if top and len(rows) > top:
         out.append(f"... {len(rows) - top} more rows that fit (--top 0 lists them all)")
     if countries:
-        out.append("cost: the energy at each country's electricity price, plus GPU rental where the scenario sets it")
+        out.append("cost: the GPUs' time as the site pays for it (site.pricing; docs/power.md, \"Cost\"), plus the "
+                   "energy at each country's electricity price")
+        if any(UNPRICED_MARK in cell for row in shown for cell in row):
+            out.append(UNPRICED_NOTE)
     misses = [o for o in options if not o["fits"]]
     if misses:
         closest = ", ".join(f"{o['node']} x{o['gpus']} {METHOD_NAMES[o['method']]} {o['weights']} "

@@ -211,9 +211,10 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     others = sorted((r for r in rows if r.result is None), key=lambda r: r.least_bytes / r.capacity_bytes)
     notes = []
     unpriced = sorted({r.option.node for r in fits if r.result.power.hour_price is None})
-    if by == "cost" and unpriced:
+    if unpriced:
+        ranked = " and they are ranked after the others" if by == "cost" else ""
         notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is "
-                     "electricity only and they are ranked after the others (write site.gpu_hour_price to price them)")
+                     f"electricity only{ranked} (write site.gpu_hour_price to price them)")
     return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
 
 
