@@ -172,7 +172,7 @@ def test_where_nothing_fits_on_the_gpus_the_fewest_doublings_are_named():
     on 64 GPUs (114 GB each) and the advice names 128."""
     r = run_dict(_does_not_fit("llama3-405b", 2))
     assert len(r.memory_advice) == 1 and r.memory_advice[0].startswith("on 128 GPUs, ")
-    assert "with ZeRO-3, recompute full and micro-batch 1 would fit" in r.memory_advice[0]
+    assert "with ZeRO-3, recompute full and microbatch 1 would fit" in r.memory_advice[0]
     assert 405e9 * 18 / 64 > 80 * 2**30 > 405e9 * 18 / 128
 
 

@@ -373,7 +373,7 @@ def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention
             if doublings == 0:
                 return "together, " + _listed(changes) + " would fit", total
             return (f"on {p.gpus:,} GPUs, TP{p.tensor} PP{p.pipeline} DP{p.data} with ZeRO-{p.zero}, recompute "
-                    f"{p.recompute} and micro-batch {p.microbatch} would fit"), total
+                    f"{p.recompute} and microbatch {p.microbatch} would fit"), total
     return None
 
 
@@ -396,7 +396,7 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
             continue
         changes = [label for label, changed in (
             (f"ZeRO-{zero}", zero != plan.zero), (f"recompute {recompute}", recompute != plan.recompute),
-            (f"micro-batch {mb}", mb != plan.microbatch), (f"tensor {t}", t != plan.tensor),
+            (f"microbatch {mb}", mb != plan.microbatch), (f"tensor {t}", t != plan.tensor),
             (f"pipeline {p}", p != plan.pipeline)) if changed]
         sequence_parallel = (plan.sequence_parallel or plan.tensor == 1) and t > 1
         out.append((changes, replace(base, tensor=t, pipeline=p, data=data, zero=zero, recompute=recompute,
