@@ -101,6 +101,21 @@ def test_a_layout_names_only_fields_of_its_record(kind):
         assert GROUP not in f.metadata or f.name not in layout.omit
 
 
+def test_a_training_summary_reads_the_record_without_working_out_its_timelines():
+    """What ``twin run`` prints from (``described``) is the JSON record less the job, step and power timelines,
+    key for key and in order; the layout that leaves them out names only fields of the record, as the full one."""
+    from twin.api import run_file
+    from twin.results.training import LAYOUT_WITHOUT_TIMELINES
+
+    result = run_file("scenarios/superpod.yaml")
+    full = json.loads(result.to_json())
+    del full["timeline"], full["step_timeline"], full["power"]["timeline"]
+    assert json.loads(json.dumps(result.described())) == full
+    assert list(result.described()) == list(full) and result.step_timeline and result.segments
+    names = {f.name for f in dataclasses.fields(TrainingResult)}
+    assert set(LAYOUT_WITHOUT_TIMELINES.convert) | set(LAYOUT_WITHOUT_TIMELINES.after) <= names
+
+
 def test_run_records_share_the_core():
     core = {f.name for f in dataclasses.fields(Result)}
     for kind in (TrainingResult, ServingResult, CapacityResult, OperationsResult):

@@ -158,7 +158,11 @@ class Result(Record):
         head, *tail = (f.name for f in dataclasses.fields(Result))
         own = [f.name for f in dataclasses.fields(self) if f.name not in {head, *tail}]
         return ({head: getattr(self, head), "workload": self.workload}
-                | serialise(self, self.layout, own) | serialise(self, Layout(), tail))
+                | serialise(self, self.layout_of(timelines), own) | serialise(self, Layout(), tail))
+
+    def layout_of(self, timelines: bool) -> Layout:
+        """The layout of the record, with (or, where a workload has one, without) its timelines."""
+        return self.layout
 
     def to_flat(self) -> dict[str, Any]:
         """The record's scalar fields, one level deep (``flatten``), without timelines or sources, with

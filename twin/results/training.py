@@ -18,7 +18,7 @@ from twin.engine.step import StepBreakdown
 from twin.network.collectives import FabricSummary
 from twin.power.assess import PowerAssessment
 from twin.power.pricing import Cost
-from twin.results.core import SCHEMA_VERSION, Layout, Result, plain, site_costs
+from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, plain, site_costs
 from twin.results.power import power_record, site_cost_record
 from twin.workload.finetune import WEIGHT_FORMATS, FinetuneSpec
 from twin.workload.memory import MemoryBreakdown
@@ -83,6 +83,13 @@ LAYOUT = Layout(
            "finetune": _site, "power": _totals,
            "events": lambda r: {"timeline": {"segments": plain(r.segments), "events": plain(r.events)}}},
     omit=frozenset({"step", "memory", "segments", "events", "calibration"}),
+)
+# The same without the job, step and power timelines, which a summary or a table row does not read: they are
+# not worked out at all (the 16,384-GPU run's step timeline alone is half a megabyte of JSON).
+LAYOUT_WITHOUT_TIMELINES = Layout(
+    convert={**LAYOUT.convert, "power": lambda r: power_record(r.power, timelines=False)},
+    after={name: derive for name, derive in LAYOUT.after.items() if name != "events"},
+    omit=LAYOUT.omit | {"step_timeline"},
 )
 
 
@@ -179,12 +186,17 @@ class TrainingResult(Result):
     def record(self, timelines: bool = True) -> dict[str, Any]:
         """The JSON record (docs/results.md); ``timelines`` False leaves out the job, step and power
         timelines (lists that a table row does not hold)."""
-        record = super().record()
-        if not timelines:
-            del record["timeline"], record["step_timeline"], record["power"]["timeline"]
-            if record["building"] is not None:          # its 8,760 hourly values
-                del record["building"]["hourly_pue"], record["building"]["hourly_outdoor_c"]
+        record = super().record(timelines)
+        if not timelines and record["building"] is not None:          # its 8,760 hourly values
+            del record["building"]["hourly_pue"], record["building"]["hourly_outdoor_c"]
         return record
+
+    def layout_of(self, timelines: bool) -> Layout:
+        return LAYOUT if timelines else LAYOUT_WITHOUT_TIMELINES
+
+    def described(self) -> dict[str, Any]:
+        """The record without its timelines: what the text summary reads (it prints none of them)."""
+        return finite(self.banded(self.record(timelines=False)))
 
 
 def training_record(r: TrainingResult, timelines: bool = True) -> dict[str, Any]:
