@@ -380,8 +380,8 @@ def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention
 def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
                   gpus_per_node: int) -> list[tuple[list[str], ParallelPlan]]:
     """Every plan on ``base``'s GPUs of a ZeRO stage, recomputation and micro-batch no hungrier than ``plan``'s and
-    tensor and pipeline sizes doubled from its (splitting the heads, the layers and the global batch), with the
-    changes from ``plan`` that make it."""
+    tensor and pipeline sizes doubled from its (splitting the heads, the layers, the global batch and the expert
+    groups as ``plan.resolve_plan`` requires), with the changes from ``plan`` that make it."""
     gpus, out = base.gpus, []
     tensors = [t for t in (plan.tensor * 2 ** k for k in range(8)) if t <= gpus_per_node and gpus % t == 0
                and model.heads % t == 0 and model.ffn_hidden % t == 0
@@ -392,8 +392,9 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
               if p * plan.virtual_stages <= model.layers and gpus % (t * p) == 0]
     for (t, p), zero, recompute, mb in product(shapes, range(plan.zero, 4), recomputes, micro):
         data = gpus // (t * p)
-        if plan.global_batch % (data * mb):
-            continue
+        replica_microbatches, rest = divmod(plan.global_batch, data * mb)
+        if rest or data % plan.expert or (plan.virtual_stages > 1 and replica_microbatches % p):
+            continue                      # the rules of ``plan.resolve_plan``: the batch, experts, interleaving
         changes = [label for label, changed in (
             (f"ZeRO-{zero}", zero != plan.zero), (f"recompute {recompute}", recompute != plan.recompute),
             (f"microbatch {mb}", mb != plan.microbatch), (f"tensor {t}", t != plan.tensor),
