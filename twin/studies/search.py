@@ -358,8 +358,9 @@ def _baseline_note(prepared: Prepared | None, baseline: RankedPlan | None, best:
     form."""
     if baseline is None or prepared is None or not best:
         return []
-    own = objective_of(baseline.result, objective)
-    found = objective_of(best[0].result or best[0].estimate, objective)
+    played = best[0].result is not None          # compared as played in full, or both in closed form
+    own = objective_of(baseline.result if played else baseline.estimate, objective)
+    found = objective_of(best[0].result if played else best[0].estimate, objective)
     if own is None or found is None or own >= found:
         return []
     tr, cluster = prepared.scenario.training, prepared.cluster
