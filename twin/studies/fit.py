@@ -164,15 +164,25 @@ def _by_fabric(options: list[FitOption]) -> list[int]:
     return sorted(range(len(options)), key=lambda i: (group[options[i].node], options[i].gpus))
 
 
+# Nodes of an option's cluster that cost its search about as much as a doubling of its GPUs: past a few
+# thousand nodes its fabric and routing grow with them (the 405B fit on one core: 4.5 ms an option at 8 GPUs,
+# 29 ms at 2,048, 41 ms at 4,096, 70 ms at 8,192 and 123 ms at 16,384 GPUs, 630,144 nodes over its 90 options).
+NODES_PER_DOUBLING = 150
+
+
 def _halves(options: list[FitOption], order: list[int]) -> list[list[int]]:
     """``order`` in two parts of about equal work, each in its order, to be searched on two cores
     (``twin/cores.py``): the options of one GPU count stay together (they share sized plans, and their node
     types built alike one fabric), the counts dealt heaviest first to the lighter part. An option's work grows
-    about as the logarithm of its GPU count (the SuperPOD's fit: 2.6 ms an option at 1 GPU, 18 ms at 512)."""
+    about as the logarithm of its GPU count (the SuperPOD's fit: 4.4 ms an option at 1 GPU, 17 ms at 512), and
+    with its nodes where they are thousands (``NODES_PER_DOUBLING``). The 405B fit's parts: 19.4 and 15.2 s of
+    one core's work by the logarithm alone, 17.8 and 16.9 s with the nodes."""
     options_at: dict[int, int] = {}
+    nodes_at: dict[int, int] = {}
     for option in options:
         options_at[option.gpus] = options_at.get(option.gpus, 0) + 1
-    work = {gpus: n * (1 + math.log2(gpus)) for gpus, n in options_at.items()}
+        nodes_at[option.gpus] = nodes_at.get(option.gpus, 0) + option.nodes
+    work = {gpus: n * (1 + math.log2(gpus)) + nodes_at[gpus] / NODES_PER_DOUBLING for gpus, n in options_at.items()}
     parts: list[set[int]] = [set(), set()]
     load = [0.0, 0.0]
     for gpus in sorted(work, key=lambda g: (-work[g], g)):
