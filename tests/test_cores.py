@@ -179,6 +179,32 @@ def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
     """)
 
 
+def test_the_plans_a_search_plays_in_full_come_back_in_order_from_two_balanced_parts():
+    """The refined plans and the scenario's own, split by their times to train over two cores: the same plans,
+    results and scenario plan as one process plays them in order."""
+    _run("""
+        import json
+        import twin.studies.search as search
+        from twin.api import scenario_data
+        data = scenario_data("scenarios/superpod.yaml")
+        def record():
+            return json.dumps(search.search_plans(data, "superpod", "time", top=3, refine=3).to_dict(), sort_keys=True)
+        split = record()
+        search.split_map = lambda play, items, worth: [play(item) for item in items]
+        assert split == record()
+        assert json.loads(split)["scenario_plan"] is not None and len(json.loads(split)["plans"]) == 3
+    """)
+
+
+def test_balanced_halves_by_hand():
+    """The heaviest first, each to the lighter part; each part in index order."""
+    from twin.cores import balanced_halves
+
+    assert balanced_halves([5.0, 1.0, 4.0, 2.0, 2.0]) == [[0, 4], [1, 2, 3]]    # 5 | 4; 5 | 4+2; 5+2 | 6; 7 | 6+1
+    assert balanced_halves([1.0]) == [[0], []] and balanced_halves([]) == [[], []]
+    assert balanced_halves([3.0, 3.0]) == [[0], [1]]
+
+
 def test_a_shared_cluster_plays_its_baseline_on_a_second_core_to_the_same_record():
     _run("""
         import twin.api.operations as operations

@@ -105,3 +105,16 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
     if status != 0 or not sent:
         return mine + [play(item) for item in items[half:]]
     return mine + pickle.loads(sent)
+
+
+def balanced_halves(work: Sequence[float]) -> list[list[int]]:
+    """The indices of ``work`` in two parts of about equal total, each in index order: the heaviest first, each
+    to the lighter part (ties to the lower index, then to the first part). For ``split_map`` over the two parts
+    of a list whose items differ in work."""
+    parts: list[list[int]] = [[], []]
+    load = [0.0, 0.0]
+    for i in sorted(range(len(work)), key=lambda i: (-work[i], i)):
+        part = load.index(min(load))
+        load[part] += work[i]
+        parts[part].append(i)
+    return [sorted(part) for part in parts]

@@ -29,7 +29,7 @@ from twin.api import (
     prepare,
     simulate,
 )
-from twin.cores import split_map
+from twin.cores import balanced_halves, split_map
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
 from twin.hardware.topology import node_shape
@@ -182,13 +182,9 @@ def _halves(options: list[FitOption], order: list[int]) -> list[list[int]]:
     for option in options:
         options_at[option.gpus] = options_at.get(option.gpus, 0) + 1
         nodes_at[option.gpus] = nodes_at.get(option.gpus, 0) + option.nodes
-    work = {gpus: n * (1 + math.log2(gpus)) + nodes_at[gpus] / NODES_PER_DOUBLING for gpus, n in options_at.items()}
-    parts: list[set[int]] = [set(), set()]
-    load = [0.0, 0.0]
-    for gpus in sorted(work, key=lambda g: (-work[g], g)):
-        part = load.index(min(load))
-        load[part] += work[gpus]
-        parts[part].add(gpus)
+    counts = sorted(options_at)
+    work = [options_at[g] * (1 + math.log2(g)) + nodes_at[g] / NODES_PER_DOUBLING for g in counts]
+    parts = [{counts[k] for k in part} for part in balanced_halves(work)]
     return [[i for i in order if options[i].gpus in part] for part in parts]
 
 

@@ -16,8 +16,9 @@ Each plan is checked (``InfeasibleError``: it cannot split), its memory per GPU 
 (closed form, cheap) and dropped when it does not fit; the rest are timed in closed form
 (``twin.api.estimate``) on one prepared scenario, so no scenario is validated per plan.
 Plans that break a constraint are rejected. The best ``refine`` are then played in full,
-SimPy step and failure Monte Carlo (``twin.api.simulate``), half of them in a forked child on
-a second core where one is free (``twin/cores.py``), and ranked again. The search
+SimPy step and failure Monte Carlo (``twin.api.simulate``), with the scenario's own plan, in two
+parts of about equal work, one in a forked child on a second core where one is free
+(``twin/cores.py``), and ranked again. The search
 is exhaustive when every plan of the space was evaluated or pruned.
 """
 
@@ -33,9 +34,10 @@ from itertools import chain
 from typing import Any
 
 from twin import collector
-from twin.cores import split_map
+from twin.cores import balanced_halves, split_map
 from twin.api import (
     Prepared,
+    Scenario,
     estimate,
     parse_scenario,
     plan_memory,
@@ -288,14 +290,13 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
                                 "site.electricity_price (and site.gpu_hour_price for rental)")
         valued.sort(key=lambda p: objective_of(p.estimate, objective))
         count = max(top, MIN_REFINED) if refine is None else refine
-        refined = split_map(lambda plan: _played(data, plan, source), valued[:count], worth=count > 1)
+        refined, baseline, prepared = _played_all(data, source, valued[:count])
         refined = [p for p in refined if all(c.met(p.result) for c in bounds)]
         refined.sort(key=lambda p: objective_of(p.result, objective))
         best = (refined + valued[count:])[:top]
         if count and len(refined) < min(count, len(valued)):
             notes.append(f"{min(count, len(valued)) - len(refined)} of the top plans met the constraints in closed "
                          "form but not once failures were simulated")
-        baseline, prepared = _baseline(data, source)
         notes += _baseline_note(prepared, baseline, best, objective, count)
     return PlanSearch(
         scenario=str(data.get("name", "unnamed scenario")), objective=objective,
@@ -330,21 +331,43 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
     return kept, errors
 
 
-def _played(data: dict[str, Any], plan: RankedPlan, source: str) -> RankedPlan:
-    """The plan played in full: the SimPy step and, when the scenario enables them, failures."""
-    return replace(plan, result=simulate(parse_scenario(_variant(data, plan), source)))
-
-
-def _baseline(data: dict[str, Any], source: str) -> tuple[RankedPlan | None, Prepared | None]:
-    """The scenario's own plan on its own cluster, estimated and played in full, and the prepared scenario
-    (None, None when it cannot run)."""
+def _played_all(data: dict[str, Any], source: str,
+                chosen: list[RankedPlan]) -> tuple[list[RankedPlan], RankedPlan | None, Prepared | None]:
+    """The ``chosen`` plans and the scenario's own plan played in full (the SimPy step and, when the scenario
+    enables them, failures), in two parts of about equal work on two cores (``cores.balanced_halves``): a
+    plan's failure Monte Carlo grows with its time to train. (The plans played, in order; the scenario's own,
+    None when it cannot run; the scenario prepared.)"""
     try:
         scenario = parse_scenario(data, source)
         prepared = prepare(scenario)
-        guess = estimate(prepared, prepared.request)
+        own = RankedPlan({}, estimate(prepared, prepared.request))
     except ScenarioError:
-        return None, None
-    return RankedPlan({}, guess, simulate(scenario)), prepared
+        scenario = prepared = own = None
+    plays = [partial(_played, data, source, plan) for plan in chosen]
+    if own is not None:
+        plays.append(partial(_played_as_written, scenario, own))
+    seconds = [p.estimate.time_to_train_s for p in chosen] + ([own.estimate.time_to_train_s] if own else [])
+    longest = max(filter(math.isfinite, seconds), default=1.0)
+    parts = balanced_halves([s if math.isfinite(s) else longest for s in seconds])
+    done: list[Any] = [None] * len(plays)
+    for part, results in zip(parts, split_map(_each, [[plays[i] for i in part] for part in parts],
+                                              worth=len(plays) > 1)):
+        for i, result in zip(part, results):
+            done[i] = result
+    return done[:len(chosen)], (done[-1] if own is not None else None), prepared
+
+
+def _each(plays: list[Callable[[], RankedPlan]]) -> list[RankedPlan]:
+    return [play() for play in plays]
+
+
+def _played(data: dict[str, Any], source: str, plan: RankedPlan) -> RankedPlan:
+    """The plan played in full: the SimPy step and, when the scenario enables them, failures."""
+    return _played_as_written(parse_scenario(_variant(data, plan), source), plan)
+
+
+def _played_as_written(scenario: Scenario, plan: RankedPlan) -> RankedPlan:
+    return replace(plan, result=simulate(scenario))
 
 
 # How the scenario's own plan beats the plans found, by objective.
