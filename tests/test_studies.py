@@ -235,7 +235,7 @@ def test_a_scenario_plan_the_search_cannot_find_is_explained():
     """Llama 3 405B as published (16 stages of 4 uneven chunks) outruns every plan of the space, which interleaves
     even splits only: the search says so rather than leave the user to wonder."""
     data = scenario_data(SCENARIOS / "llama3-405b-16k.yaml") | {"failures": {"enabled": False}}
-    found = search_plans(data, "llama3", "time", top=1, refine=1)
+    found = search_plans(data, "llama3", "time", top=1, refine=1, max_plans=60)     # a part of the space
     assert found.baseline.result.time_to_train_s < found.plans[0].result.time_to_train_s
     assert found.notes == ("the scenario's own plan trains faster than every plan found: its 4 virtual stages split "
                            "the 126 layers unevenly over 64 chunks, and the search interleaves even splits only, as "
