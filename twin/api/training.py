@@ -410,12 +410,13 @@ def _memory_advice(b: Built, warnings: list[str]) -> list[str]:
         options = fitting_alternatives(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
                                        b.finetune, b.fp8_recipe, b.stack.loss_bytes_per_logit)
         advice = [f"{label} would fit ({fmt_bytes(total)})" for label, total in options]
-        if not advice:
+        fixes = "; ".join(advice)
+        if not options:
             together = combined_fit(b.model, plan, tr.precision, b.stack.attention, capacity, cluster.node.gpus,
                                     b.finetune, b.fp8_recipe, b.stack.loss_bytes_per_logit)
             advice = [f"{together[0]} ({fmt_bytes(together[1])})"] if together else []
-        fixes = "; ".join(advice) if options else "no single change of ZeRO, recompute, pipeline or tensor fits" + (
-            f"; {advice[0]}" if advice else f", nor any plan on up to {2 ** MAX_GPU_DOUBLINGS} times the GPUs")
+            fixes = "no single change of ZeRO, recompute, pipeline or tensor fits" + (
+                f"; {advice[0]}" if advice else f", nor any plan on up to {2 ** MAX_GPU_DOUBLINGS} times the GPUs")
         warnings.append(f"does not fit: needs {fmt_bytes(needed)} per GPU, has {fmt_bytes(capacity)} "
                         f"({fmt_bytes(needed - capacity)} over); " + fixes)
         return advice

@@ -144,12 +144,9 @@ def serving_case_rows(outcomes: list[ServingOutcome]) -> list[list[str]]:
 
 def serving_target_lines(groups: list[ServingGroup]) -> list[str]:
     """The mean absolute error of all calibration and all check rows against the project's targets."""
-    out = []
-    for g in groups:
-        role = g.name.removeprefix("all ").removesuffix(" rows")
-        if g.name == f"all {role} rows" and role in SERVING_TARGETS:
-            out.append(f"serving MAPE, {role} rows ({g.rows}): {_mape(g.mae)}{_verdict(g.mae, SERVING_TARGETS[role])}")
-    return out
+    by_name = {g.name: g for g in groups}
+    return [f"serving MAPE, {role} rows ({g.rows}): {_mape(g.mae)}{_verdict(g.mae, target)}"
+            for role, target in SERVING_TARGETS.items() if (g := by_name.get(f"all {role} rows")) is not None]
 
 
 def serving_text(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:

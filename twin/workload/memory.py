@@ -362,14 +362,15 @@ def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention
     parallelism grows, and ZeRO shards over it). (description, bytes per GPU), or None when nothing fits even on
     ``2 ** MAX_GPU_DOUBLINGS`` times the GPUs."""
     for doublings in range(MAX_GPU_DOUBLINGS + 1):
-        more = replace(plan, data=plan.data * 2 ** doublings)
-        best = min(((len(changes), alternative.tensor * alternative.pipeline, total, changes, alternative)
-                    for changes, alternative in _combinations(model, plan, more, gpus_per_node)
-                    if (total := memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
-                                                loss_bytes_per_logit).required_bytes) <= capacity_bytes),
-                   default=None, key=lambda found: found[:3])
-        if best is not None:
-            _, _, total, changes, p = best
+        fitting = []
+        for changes, alternative in _combinations(model, plan, replace(plan, data=plan.data * 2 ** doublings),
+                                                  gpus_per_node):
+            total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
+                                   loss_bytes_per_logit).required_bytes
+            if total <= capacity_bytes:
+                fitting.append((len(changes), alternative.tensor * alternative.pipeline, total, changes, alternative))
+        if fitting:
+            _, _, total, changes, p = min(fitting, key=lambda found: found[:3])
             if doublings == 0:
                 return "together, " + _listed(changes) + " would fit", total
             return (f"on {p.gpus:,} GPUs, TP{p.tensor} PP{p.pipeline} DP{p.data} with ZeRO-{p.zero}, recompute "
@@ -383,13 +384,12 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
     tensor and pipeline sizes doubled from its (splitting the heads, the layers, the global batch and the expert
     groups as ``plan.resolve_plan`` requires), with the changes from ``plan`` that make it."""
     gpus, out = base.gpus, []
-    tensors = [t for t in (plan.tensor * 2 ** k for k in range(8)) if t <= gpus_per_node and gpus % t == 0
-               and model.heads % t == 0 and model.ffn_hidden % t == 0
-               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
+    tensors = [t for t in _doublings(plan.tensor, gpus_per_node) if gpus % t == 0 and model.heads % t == 0
+               and model.ffn_hidden % t == 0 and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
     recomputes = [plan.recompute] + (["full"] if plan.recompute != "full" else [])
     micro = [plan.microbatch] + ([1] if plan.microbatch > 1 else [])
-    shapes = [(t, p) for t in tensors for p in (plan.pipeline * 2 ** k for k in range(12))
-              if p * plan.virtual_stages <= model.layers and gpus % (t * p) == 0]
+    shapes = [(t, p) for t in tensors for p in _doublings(plan.pipeline, model.layers // plan.virtual_stages)
+              if gpus % (t * p) == 0]
     for (t, p), zero, recompute, mb in product(shapes, range(plan.zero, 4), recomputes, micro):
         data = gpus // (t * p)
         replica_microbatches, rest = divmod(plan.global_batch, data * mb)
@@ -402,6 +402,15 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
         sequence_parallel = (plan.sequence_parallel or plan.tensor == 1) and t > 1
         out.append((changes, replace(base, tensor=t, pipeline=p, data=data, zero=zero, recompute=recompute,
                                      microbatch=mb, sequence_parallel=sequence_parallel)))
+    return out
+
+
+def _doublings(size: int, limit: int) -> list[int]:
+    """``size``, twice it, four times it, ... up to ``limit``."""
+    out = []
+    while size <= limit:
+        out.append(size)
+        size *= 2
     return out
 
 
