@@ -1,6 +1,7 @@
 """`twin fit`: the search over node types, GPU counts, methods and plans, and its command line."""
 
 import json
+import re
 
 import pytest
 
@@ -130,3 +131,69 @@ def test_a_plan_step_floor_never_exceeds_the_step():
         pairs.append((plan_step_floor_s(prepared, request, planned), plan_step_s(prepared, request, planned)))
     assert len(pairs) > 100 and schedules >= {"1f1b", "interleaved"}
     assert all(0 < floor <= step for floor, step in pairs)
+
+
+def _shown(report, top: int) -> list[str]:
+    """The table rows ``twin fit --top top`` prints, with their ranks."""
+    from twin.report import fit_table
+
+    return [line for line in fit_table(report.to_dict(), top).splitlines() if re.match(r"\d+ {2,}", line)]
+
+
+def test_a_fit_asked_for_its_best_rows_times_only_what_may_show_among_them():
+    """With ``top``, the options slower than the rows shown are left untimed: the rows shown are those of the
+    fit that times every option, and each option left is slower than all of them (checked on that fit)."""
+    from twin.api import load_scenario
+    from twin.studies.fit import fit_options
+
+    scenario = load_scenario("scenarios/dgx-finetune.yaml")
+    options = fit_options(scenario, 64, ["dgx-h100", "dgx-a100-80gb", "l40s-8"])
+    full = search(scenario, options)
+    assert full.unranked == 0 and "options_unranked" not in full.to_dict()
+    times = {r.option: r.result.time_to_train_s for r in full.rows if r.result is not None}
+    for top in (1, 4, 10):
+        lazy = search(scenario, options, top=top)
+        answered = [r for r in lazy.rows if r.result is not None]
+        assert 0 < lazy.unranked and len(answered) + lazy.unranked == len(times)     # every fitting option counted
+        assert _shown(lazy, top) == _shown(full, top)
+        assert all(r.result.time_to_train_s == times[r.option] for r in answered)   # the same answers
+        slowest_shown = max(times[r.option] for r in answered[:top])
+        left = set(times) - {r.option for r in answered}
+        assert all(times[option] > slowest_shown for option in left)
+        assert lazy.to_dict()["options_unranked"] == lazy.unranked
+    assert len(_shown(full, 0)) > 40                                                 # a fit worth pruning
+
+
+def test_an_options_floor_is_below_its_time_to_train():
+    """``_Pruned.floor_s`` (its plans' passes floors over the run's steps) bounds what the option's best plan
+    takes, for every option that fits: full fine-tuning, LoRA and QLoRA, one GPU to several nodes."""
+    from twin.api import load_scenario, prepare
+    from twin.studies.fit import _answered, _pruned, fit_options
+
+    scenario = load_scenario("scenarios/finetune-70b-qlora.yaml")
+    checked = set()
+    for option in fit_options(scenario, 32, ["dgx-h100", "l40s-8", "h100-pcie-2"]):
+        prepared = prepare(variant(scenario, option))
+        pruned = _pruned(option, prepared, prepared.model, {})
+        if pruned.kept:
+            time_s = _answered(scenario, pruned, prepared).result.time_to_train_s
+            assert 0 < pruned.floor_s <= time_s
+            checked.add(option.method)
+        else:
+            assert pruned.floor_s == float("inf")
+    assert checked == {"full", "lora", "qlora"}
+
+
+def test_fit_prints_how_many_options_it_left_untimed():
+    out = twin("fit", "scenarios/dgx-finetune.yaml", "--nodes", "dgx-h100,l40s-8", "--max-gpus", "16", "--top", "2")
+    assert out.returncode == 0, out.stderr
+    head, *rest = out.stdout.splitlines()
+    fits, total = (int(n) for n in re.search(r"(\d+) of (\d+) options fit", head).groups())
+    ranked = [line for line in rest if re.match(r"\d+ {2,}", line)]
+    more = re.search(r"\.\.\. (\d+) more options that fit, none faster than these", out.stdout)
+    assert len(ranked) == 2 and more and "distinct rows" not in head
+    full = json.loads(twin("fit", "scenarios/dgx-finetune.yaml", "--nodes", "dgx-h100,l40s-8", "--max-gpus", "16",
+                           "--json").stdout)
+    assert (fits, total) == (sum(o["fits"] for o in full["options"]), len(full["options"]))
+    assert "options_unranked" not in full
+    assert int(more.group(1)) == fits - 2          # no merged rows among the two shown here

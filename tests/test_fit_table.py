@@ -72,3 +72,15 @@ def test_a_cost_without_a_gpu_price_is_marked_electricity_only():
     assert unpriced_row.rstrip().endswith("0.2561 EUR *") and priced_row.rstrip().endswith("16.19 EUR")
     assert "* electricity only: no GPU price for that node type (see the note below)" in text.splitlines()
     assert "*" not in fit_table(_record([priced]))
+
+
+def test_rows_of_different_times_never_merge_even_when_they_read_the_same():
+    """1.00 h and 1.01 h both print '60 min', but only rows of exactly one time merge (``fit`` relies on it to
+    leave slower options untimed); options it left are counted after the rows shown, merged ones included."""
+    text = fit_table(_record([_option("lora", "nf4", 1.0), _option("qlora", "nf4", 1.01)]))
+    assert "LoRA / QLoRA" not in text and "1 distinct rows" not in text
+    options = [_option("lora", "nf4", 1.0), _option("qlora", "nf4", 1.0), _option("lora", "bf16", 2.0, 20.0)]
+    text = fit_table(_record(options) | {"options_unranked": 5}, 1)
+    head = text.splitlines()[0]
+    assert "8 of 8 options fit" in head and "distinct rows" not in head
+    assert "... 6 more options that fit, none faster than these (--top 0 times and lists them all)" in text

@@ -226,7 +226,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         if not nodes:
             raise ScenarioError("--nodes", f"'{args.nodes}' names no node type; write e.g. dgx-h100,dgx-a100-80gb "
                                 "(python -m twin catalog nodes)")
-    report = fit(load_scenario(args.scenario, args.profile), args.by, args.max_gpus, nodes)
+    top = None if args.json else args.top or None        # the rows the table shows: only they are answered first
+    report = fit(load_scenario(args.scenario, args.profile), args.by, args.max_gpus, nodes, top)
     print(report.to_json() if args.json else fit_table(report.to_dict(), args.top))
     return 0
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from twin import catalog
 from twin.api.bands import calibrated, scenario_calibration
 from twin.api.specs import cluster_of
-from twin.network.collectives import CommModel, FabricSummary
+from twin.network.collectives import CommModel
+from twin.network.records import FabricSummary
 from twin.options import (METHODS, OBJECTIVES, PRECISIONS, RECOMPUTES, SCHEDULES, SERVING_PRECISIONS,
                           WEIGHT_STORAGES)
 from twin.results import Result

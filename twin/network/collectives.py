@@ -34,12 +34,13 @@ import numpy as np
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.cabling import NetworkCables, network_cables
-from twin.hardware.peaks import PeakRow, peak_rows
+from twin.hardware.peaks import peak_rows
 from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric, cluster_fabric
 from twin.network.flows import max_min_rates
-from twin.network.symmetry import INSIDE, NODE_RATES, inside_key, node_key, one_node
+from twin.network.records import Cables, FabricSummary, GroupSummary, su_rows
+from twin.network.symmetry import INSIDE, NODE_RATES, cluster_node_kind, inside_key, node_key, one_node
 from twin.workload.placement import GroupShape, Placement
 
 if TYPE_CHECKING:
@@ -100,6 +101,13 @@ class CommModel:
         return fab
 
     @property
+    def node_kind(self) -> tuple | None:
+        """The fabric's ``node_kind``, without building the cluster's own (groups inside nodes need only it)."""
+        if self.graph is None and "fabric" not in self._cache:
+            return cluster_node_kind(self.cluster, self.efficiency)
+        return self.fabric.node_kind
+
+    @property
     def nvls_capable(self) -> bool:
         node = self.cluster.node
         return node.intra == "nvswitch" and node.gpu.name in alg.NVLS_GPUS
@@ -122,7 +130,7 @@ class CommModel:
             key = self._cache.get(own)
             if key is None:
                 members = self.placement.members(group.kind)
-                key = self._cache[own] = (inside_key(members, self.cluster.node.gpus, self.fabric.node_kind)
+                key = self._cache[own] = (inside_key(members, self.cluster.node.gpus, self.node_kind)
                                           or ("placed", members.shape, members.tobytes()))
             return key
         return ("bare", group.ranks, group.ranks_per_node)
@@ -386,7 +394,7 @@ class CommModel:
             injection_Bps=topology.injection_Bps(g),
             bisection_Bps=topology.bisection_Bps(g),
             spine_scope="global" if c.get("core", 0) == 0 else "su",
-            su=tuple(_su_rows(g)),
+            su=tuple(su_rows(g)),
             groups={},
             order=None,
             networks=self._networks(c, int(g.graph.get("scalable_units", 1))
@@ -422,79 +430,3 @@ class CommModel:
             return 0.0
         rates = max_min_rates(np.array(co), np.array(link), np.array(load), fab.capacity_Bps, count)
         return bytes_per_node / float(rates.min())
-
-
-def _su_rows(g: nx.Graph) -> list["ScalableUnit"]:
-    """Per scalable unit (pod): nodes, GPUs, leaves and spines of its own."""
-    rows: dict[int, list[int]] = {}            # index → [nodes, leaves, spines]
-    for v, d in g.nodes(data=True):
-        kind = d.get("kind")
-        if kind == "nic" and d.get("rail") == 0:
-            rows.setdefault(int(d.get("su", 0)), [0, 0, 0])[0] += 1
-        elif kind == "leaf":
-            rows.setdefault(int(d.get("su", 0)), [0, 0, 0])[1] += 1
-        elif kind == "spine" and d.get("pod") is not None:
-            rows.setdefault(int(d["pod"]), [0, 0, 0])[2] += 1
-    gpn = int(g.graph.get("gpus_per_node", 1))
-    return [ScalableUnit(index=k, nodes=n, gpus=n * gpn, leaves=leaves, spines=spines)
-            for k, (n, leaves, spines) in sorted(rows.items())]
-
-
-@dataclass(frozen=True)
-class ScalableUnit:
-    index: int
-    nodes: int
-    gpus: int
-    leaves: int
-    spines: int                  # its own spines (three-tier fabrics only)
-
-
-@dataclass(frozen=True)
-class Cables:
-    node_leaf: int               # compute NICs and UFM appliances to leaves
-    leaf_spine: int
-    spine_core: int
-    storage: int                 # storage NICs to storage leaves
-
-
-@dataclass(frozen=True)
-class GroupSummary:
-    """Where the groups of one parallel kind land and how fast they communicate all at once."""
-    size: int
-    count: int
-    ranks_per_node: int
-    nodes: int
-    reach: str                   # node | leaf | spine | core: the highest tier its traffic climbs
-    crosses_nodes: bool
-    crosses_leaves: bool
-    crosses_spines: bool
-    busbw_Bps: float
-    algorithm: str | None = None     # all-reduce algorithm at 4 GiB (tensor and data groups)
-
-
-@dataclass(frozen=True)
-class FabricSummary:
-    """The compute fabric and where each parallel group lands (``Result.fabric``, docs/results.md)."""
-    topology: str
-    nodes: int
-    gpus: int
-    nics: int
-    nvswitch_chips: int
-    scalable_units: int
-    nodes_per_su: int
-    leaves: int
-    spines: int
-    cores: int
-    storage_leaves: int
-    cables: Cables
-    link_Bps: float
-    oversubscription: float
-    injection_Bps: float
-    bisection_Bps: float
-    spine_scope: str             # global | su
-    su: tuple[ScalableUnit, ...]
-    groups: dict[str, GroupSummary]
-    order: str | None = None     # rank order of the placement
-    networks: NetworkCables | None = None    # every network's cables and the power cords
-    peaks: tuple[PeakRow, ...] = ()          # peak FLOP/s per GPU, node, SU and cluster, dense and sparse
-    peaks_source: str = ""                   # the GPU's datasheet the dense peaks come from (catalog gpus.yaml)

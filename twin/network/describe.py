@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from twin.hardware.peaks import quoted
-from twin.network.collectives import FabricSummary
+from twin.network.records import FabricSummary
 from twin.units import BITS_PER_BYTE, fmt_si
 
 # Where the counts and peaks come from, printed under them.

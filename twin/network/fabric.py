@@ -28,6 +28,7 @@ from twin import collector
 from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.specs import ClusterSpec
+from twin.network.symmetry import cluster_node_kind
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -80,8 +81,8 @@ def _compiled(graph_key: tuple, efficiency: Efficiency) -> "Fabric":
 
 
 @lru_cache(maxsize=4)
-def _cached_fabric(graph_key: tuple, node_name: str, efficiency: Efficiency) -> "Fabric":
-    return _compiled(graph_key, efficiency).alike((node_name, efficiency))
+def _cached_fabric(graph_key: tuple, node_kind: tuple, efficiency: Efficiency) -> "Fabric":
+    return _compiled(graph_key, efficiency).alike(node_kind)
 
 
 def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
@@ -92,7 +93,7 @@ def cluster_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> "Fabric":
     one fabric. Clusters of node types built alike (``topology.node_shape``) share its graph, links and routes,
     each with its own memo. Do not mutate it.
     """
-    return _cached_fabric(_graph_key(cluster), cluster.node.name, efficiency)
+    return _cached_fabric(_graph_key(cluster), cluster_node_kind(cluster, efficiency), efficiency)
 
 
 class Fabric:

@@ -11,9 +11,15 @@ a fit prices the tensor groups of a node type once for every cluster size.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from twin.network import algorithms as alg
+
+if TYPE_CHECKING:
+    from twin.calibration import Efficiency
+    from twin.hardware.specs import ClusterSpec
 
 # (rate, reach) of phases inside one node, by ``node_key`` (``CommModel._route_and_share``).
 NODE_RATES: dict[tuple, tuple[float, str]] = {}
@@ -32,6 +38,12 @@ def one_node(phase: alg.Phase, gpus_per_node: int) -> alg.Phase:
     coflows, index = np.unique(phase.coflow[keep], return_inverse=True)
     return alg.Phase(index, phase.src[keep], phase.dst[keep], phase.weight[keep], phase.volume, phase.hops,
                      len(coflows), phase.intra_scale)
+
+
+def cluster_node_kind(cluster: ClusterSpec, efficiency: Efficiency) -> tuple:
+    """``Fabric.node_kind`` of the fabric ``cluster_fabric`` builds for ``cluster`` at ``efficiency``, known without
+    building it: the catalog node and the efficiencies."""
+    return cluster.node.name, efficiency
 
 
 def node_key(inside: alg.Phase, gpus_per_node: int, node_kind: tuple | None) -> tuple | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from twin.engine.step import StepBreakdown
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.model import Segment
-from twin.network.collectives import FabricSummary
+from twin.network.records import FabricSummary
 from twin.options import Accounting
 from twin.power.capping import clock_factor
 from twin.power.cost import CountryFigures, CountryRates, country_figures, country_rates, rental_cost_eur

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.hardware.specs import ClusterSpec
-from twin.network.collectives import FabricSummary
+from twin.network.records import FabricSummary
 from twin.power.devices import SwitchPower, storage_w_per_read_Bps, switch_power
 
 

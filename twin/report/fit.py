@@ -2,8 +2,9 @@
 that do not.
 
 Rows that read the same but for the fine-tuning method (LoRA and QLoRA on the same NF4 base) or the base
-precision (fp8 and int8 weights take the same bytes) are merged into one row naming both; the ten best rows
-are shown unless asked otherwise. The memory column's parts (weights, gradients, optimizer, activations and
+precision (fp8 and int8 weights take the same bytes), and take exactly the same time to train, are merged into
+one row naming both; the ten best rows are shown unless asked otherwise. (Rows of different times never merge,
+so ``fit`` leaves untimed the options slower than the rows shown: ``twin/studies/fit.py``, ``_ranked_first``.) The memory column's parts (weights, gradients, optimizer, activations and
 the runtime's reserve) add up to its total.
 """
 
@@ -53,12 +54,18 @@ def _row(o: dict[str, Any], countries: list[str]) -> list[str]:
 
 
 def merge_rows(rows: list[list[str]]) -> list[list[str]]:
-    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order.
+    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order."""
+    return merged_rows(rows)[0]
+
+
+def merged_rows(rows: list[list[str]]) -> tuple[list[list[str]], list[int]]:
+    """``merge_rows``, with how many rows each merged row holds.
 
     A row joins the first row kept before it that it equals, or equals but for the method or but for the base
     (naming both there); otherwise it is kept. Kept rows are looked up by their cells without the method and
     without the base, so each row is compared with those alone, not with every row kept."""
     merged: list[list[str]] = []
+    sizes: list[int] = []
     apart = (METHOD_COLUMN - 1, BASE_COLUMN - 1)          # the cells a merge may join, in a row without its rank
     index: tuple[dict[tuple, list[int]], ...] = ({}, {})   # per joinable cell: the row without it → kept rows
     for row in rows:
@@ -68,7 +75,9 @@ def merge_rows(rows: list[list[str]]) -> list[list[str]]:
             for k in (0, 1):
                 index[k].setdefault(_without(row, apart[k]), []).append(len(merged))
             merged.append(list(row))
+            sizes.append(1)
             continue
+        sizes[first] += 1
         kept = merged[first]
         differ = [i for i, (a, b) in enumerate(zip(kept, row)) if a != b]
         if differ:                                    # one cell apart, the method or the base: name both
@@ -80,7 +89,7 @@ def merge_rows(rows: list[list[str]]) -> list[list[str]]:
                 del index[other][_without(kept, apart[other])]
             kept[cell] = kept[cell] + " / " + row[cell]
             bisect.insort(index[other].setdefault(_without(kept, apart[other]), []), first)
-    return merged
+    return merged, sizes
 
 
 def _without(row: list[str], cell: int) -> tuple[str, ...]:
@@ -94,13 +103,18 @@ def fit_table(record: dict[str, Any], top: int | None = DEFAULT_TOP) -> str:
     countries = list(fits[0]["energy_cost_eur"]) if fits else []
     header = ["#", "node", "GPUs", "method", "base", "plan", "memory/GPU (weights+grads+optimizer+activations+runtime)",
               "time to train", "energy"] + [f"cost {c}" for c in countries]
-    rows = merge_rows([_row(o, countries) for o in fits])
+    rows, sizes = merged_rows([_row(o, countries) + [repr(o["time_to_train_s"])] for o in fits])
+    rows = [row[:-1] for row in rows]
     shown = rows[:top] if top else rows
+    unranked = record.get("options_unranked", 0)
     by = "time to train" if record["by"] == "time" else f"cost at the site ({record['country']})"
-    out = [f"twin fit — {record['scenario']}: {len(fits)} of {len(options)} options fit, ranked by {by}"
-           + (f"; {len(rows)} distinct rows" if len(rows) < len(fits) else ""), ""]
+    out = [f"twin fit — {record['scenario']}: {len(fits) + unranked} of {len(options) + unranked} options fit, "
+           f"ranked by {by}" + (f"; {len(rows)} distinct rows" if len(rows) < len(fits) and not unranked else ""), ""]
     out.append(table([[str(i), *r] for i, r in enumerate(shown, 1)], header) if shown else "no option fits")
-    if top and len(rows) > top:
+    if unranked:
+        out.append(f"... {len(fits) + unranked - sum(sizes[:top])} more options that fit, none faster than these "
+                   "(--top 0 times and lists them all)")
+    elif top and len(rows) > top:
         out.append(f"... {len(rows) - top} more rows that fit (--top 0 lists them all)")
     if countries:
         out.append("cost: the GPUs' time as the site pays for it (site.pricing; docs/power.md, \"Cost\"), plus the "

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from twin.bands import OPERATIONS_KEYS, SERVICE_KEYS, Edges, edges_record, with_band, with_edges
 from twin.hardware.specs import ClusterSpec
-from twin.network.collectives import FabricSummary
+from twin.network.records import FabricSummary
 from twin.operations.accounting import Accounts, Charge
 from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service

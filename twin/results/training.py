@@ -15,7 +15,7 @@ from twin.engine.iteration import Span
 from twin.jobs.model import Event, Segment
 from twin.engine.stack import StackProfile
 from twin.engine.step import StepBreakdown
-from twin.network.collectives import FabricSummary
+from twin.network.records import FabricSummary
 from twin.power.assess import PowerAssessment
 from twin.power.pricing import Cost
 from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, plain, site_costs

@@ -13,8 +13,9 @@ generator ``python -m twin plan`` uses (``plans.plan_choices``, ``twin.studies.s
 
 from __future__ import annotations
 
+import bisect
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 from twin import collector
@@ -29,6 +30,7 @@ from twin.api import (
     prepare,
     simulate,
 )
+from twin.api.specs import site_of
 from twin.cores import balanced_halves, split_map
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
@@ -83,19 +85,60 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
     option (``prepared``: ``variant(scenario, option)`` prepared, default here), answer the fastest in
     full (``model``: the scenario's, default the prepared one; ``sized``: as ``_sized_plans``'s memo)."""
     prepared = prepared or prepare(variant(scenario, option))
-    model = model or prepared.model
+    return _answered(scenario, _pruned(option, prepared, model or prepared.model, {} if sized is None else sized),
+                     prepared)
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    """An option's plans left by memory and dominance (``kept``: (choice, request, planned)), each one's
+    ``plan_passes_floor_s`` (``passes``), and what the option's row says of its memory."""
+    option: FitOption
+    kept: list[tuple]
+    passes: list[float]
+    tried: int
+    least_bytes: float
+    capacity_bytes: float
+    floor_s: float          # no time to train of the option is shorter (``_time_floor_s``); inf when none is kept
+
+
+def _pruned(option: FitOption, prepared: Prepared, model: ModelSpec, sized: dict) -> _Pruned:
+    """The option's plans that fit and are not dominated, with their passes floors (one per shape but the ZeRO
+    stage, ``_but_zero``)."""
     capacity = prepared.cluster.node.gpu.memory_bytes
-    sized_plans = _sized_plans(prepared, model, option.gpus, recompute_levels(scenario.training.attention),
-                               {} if sized is None else sized)
+    levels = recompute_levels(prepared.scenario.training.attention)
+    sized_plans = _sized_plans(prepared, model, option.gpus, levels, sized)
     least = min((planned[1].required_bytes for _, _, planned in sized_plans), default=float("inf"))
     fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
     free = undominated([choice for choice, _, _ in fitting])
     kept = [f for f in fitting if f[0] in free]
-    if not kept:
-        return FitRow(option, None, len(sized_plans), 0, least, capacity)
-    fastest = kept[_fastest(prepared, kept)][0]
+    passes, by_shape = [], {}
+    for _, request, planned in kept:
+        shape = _but_zero(planned[0])
+        floor = by_shape.get(shape)
+        if floor is None:
+            floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
+        passes.append(floor)
+    return _Pruned(option, kept, passes, len(sized_plans), least, capacity,
+                   _time_floor_s(prepared.scenario.training.tokens, kept, passes))
+
+
+def _time_floor_s(tokens: float, kept: list[tuple], passes: list[float]) -> float:
+    """A lower bound on the time to train of the option's best plan: with failures left out a run takes
+    ``tokens / tokens_per_step`` steps of at least the plan's step (longer where it waits for data), and no
+    step is shorter than its passes floor (``plan_passes_floor_s``)."""
+    return min((tokens / planned[0].tokens_per_step * floor for (_, _, planned), floor in zip(kept, passes)),
+               default=math.inf)
+
+
+def _answered(scenario: Scenario, pruned: _Pruned, prepared: Prepared) -> FitRow:
+    """The option's row: its fastest kept plan answered in full, or how far it is from fitting."""
+    option = pruned.option
+    if not pruned.kept:
+        return FitRow(option, None, pruned.tried, 0, pruned.least_bytes, pruned.capacity_bytes)
+    fastest = pruned.kept[_fastest(prepared, pruned.kept, pruned.passes)][0]
     return FitRow(option, simulate(variant(scenario, option, fastest), closed_form=True, like=prepared),
-                  len(sized_plans), len(kept), least, capacity)
+                  pruned.tried, len(pruned.kept), pruned.least_bytes, pruned.capacity_bytes)
 
 
 def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
@@ -117,17 +160,10 @@ def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple,
     return found
 
 
-def _fastest(prepared: Prepared, plans: list[tuple]) -> int:
+def _fastest(prepared: Prepared, plans: list[tuple], passes: list[float]) -> int:
     """Index of the first of the fastest plans (``min`` by ``plan_step_s``), pricing only those whose floors do
-    not exceed the fastest step found: from the lowest ``plan_passes_floor_s`` up to the first above it, less
-    those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
-    passes, by_shape = [], {}
-    for _, request, planned in plans:
-        shape = _but_zero(planned[0])
-        floor = by_shape.get(shape)
-        if floor is None:
-            floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
-        passes.append(floor)
+    not exceed the fastest step found: from the lowest ``plan_passes_floor_s`` (``passes``) up to the first above
+    it, less those whose ``plan_step_floor_s`` is above it; the plan ``min`` keeps (ties to the first) is kept."""
     best, best_s = 0, math.inf
     for i in sorted(range(len(plans)), key=passes.__getitem__):
         if passes[i] > best_s:
@@ -188,24 +224,66 @@ def _halves(options: list[FitOption], order: list[int]) -> list[list[int]]:
     return [[i for i in order if options[i].gpus in part] for part in parts]
 
 
-def _searched(scenario: Scenario, options: list[FitOption], indices: list[int]) -> list[tuple[int, FitRow]]:
-    """(index, best plan) of the options ``indices``, searched in that order: each prepared from the last."""
-    out, last, sized = [], None, {}
+def _searched(scenario: Scenario, options: list[FitOption], top: int | None,
+              indices: list[int]) -> tuple[list[tuple[int, FitRow]], list[int]]:
+    """(index, row) of the options ``indices``, searched in that order (each prepared from the last), and the
+    indices of the fitting options left unanswered: none when ``top`` is None, else those slower than the ``top``
+    best rows (``_ranked_first``)."""
+    out, pruned, last, sized = [], [], None, {}
     for i in indices:
         last = prepare(variant(scenario, options[i]), last)
-        out.append((i, best_plan(scenario, options[i], prepared=last, sized=sized)))
-    return out
+        option = _pruned(options[i], last, last.model, sized)
+        if top is None or not option.kept:
+            out.append((i, _answered(scenario, option, last)))
+        else:
+            pruned.append((i, option))
+    if top is None:
+        return out, []
+    first, left = _ranked_first(scenario, pruned, top)
+    return out + first, left
 
 
-def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time") -> FitReport:
-    """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others."""
+def _ranked_first(scenario: Scenario, pruned: list[tuple[int, _Pruned]],
+                  top: int) -> tuple[list[tuple[int, FitRow]], list[int]]:
+    """The fitting options that may show among the ``top`` best rows, answered, and the indices of the others.
+
+    Options are answered in the order of their floors (``_Pruned.floor_s``). The table merges only rows of one
+    node type and GPU count with exactly the same time to train (``report/fit.py``), so once ``top`` such
+    (node, GPUs, time) are answered, the ``top``-th best row is no slower than the ``top``-th of their times; an
+    option whose floor is above it is slower than every row shown, so it neither shows nor merges into one,
+    and neither does any option after it."""
+    order = sorted(pruned, key=lambda item: item[1].floor_s)
+    out, bests, seen, last = [], [], set(), None
+    for k, (i, option) in enumerate(order):
+        if len(bests) >= top and option.floor_s > bests[top - 1]:
+            return out, [j for j, _ in order[k:]]
+        last = prepare(variant(scenario, option.option), last)
+        row = _answered(scenario, option, last)
+        out.append((i, row))
+        time_s = row.result.time_to_train_s
+        if (option.option.node, option.option.gpus, time_s) not in seen:
+            seen.add((option.option.node, option.option.gpus, time_s))
+            bisect.insort(bests, time_s)
+    return out, []
+
+
+def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time",
+           top: int | None = None) -> FitReport:
+    """Every option's best plan, the options that fit ranked by ``by`` (time or cost), then the others.
+
+    ``top``: ranked by time, only the options that may hold one of the ``top`` best rows are answered in full
+    (``_ranked_first``); the other fitting options are counted (``FitReport.unranked``). None: every option."""
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
     rows: list = [None] * len(options)
     halves = _halves(options, _by_fabric(options))
-    for half in split_map(partial(_searched, scenario, options), halves, worth=all(halves)):
+    unranked: list[int] = []
+    for half, left in split_map(partial(_searched, scenario, options, top if by == "time" else None), halves,
+                                worth=all(halves)):
+        unranked += left
         for i, row in half:
             rows[i] = row
+    rows = [r for r in rows if r is not None]
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
     if fits:
@@ -216,18 +294,19 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
         fits.sort(key=lambda r: (_cost(r, country), r.result.time_to_train_s))
     others = sorted((r for r in rows if r.result is None), key=lambda r: r.least_bytes / r.capacity_bytes)
     notes = []
-    unpriced = sorted({r.option.node for r in fits if r.result.power.hour_price is None})
+    unpriced = sorted({name for name in {r.option.node for r in fits} | {options[i].node for i in unranked}
+                       if site_of(scenario.site, node_spec(name)).price is None})
     if unpriced:
         ranked = " and they are ranked after the others" if by == "cost" else ""
         notes.append(f"the price list has no on-demand price for the GPUs of {', '.join(unpriced)}: their cost is "
                      f"electricity only{ranked} (write site.gpu_hour_price to price them)")
-    return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes))
+    return FitReport(scenario.name, by, country, tuple(fits + others), tuple(notes), len(unranked))
 
 
 def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None,
-        nodes: list[str] | None = None) -> FitReport:
+        nodes: list[str] | None = None, top: int | None = None) -> FitReport:
     """``python -m twin fit``: the scenario's job on every node type and GPU count, method and storage,
-    up to ``max_gpus`` (default: 8, or the scenario's cluster when larger)."""
+    up to ``max_gpus`` (default: 8, or the scenario's cluster when larger); ``top``: as ``search``'s."""
     if scenario.training is None:
         raise ScenarioError("training", "fit searches training (and fine-tuning) scenarios; this one has none")
     if max_gpus is None:
@@ -247,5 +326,5 @@ def fit(scenario: Scenario, by: FitRanking = "time", max_gpus: int | None = None
             notes.append(f"owned hardware: only nodes with a catalog purchase price are searched ({', '.join(nodes)}); "
                          "write site.hardware_price to price one node of the others")
     with collector.paused():           # its fabrics, memos and plans live on to its end (twin/collector.py)
-        report = search(scenario, fit_options(scenario, max_gpus, nodes), by)
+        report = search(scenario, fit_options(scenario, max_gpus, nodes), by, top)
     return replace(report, notes=tuple(notes) + report.notes)

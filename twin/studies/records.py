@@ -190,17 +190,22 @@ def fit_row(row: FitRow) -> dict[str, Any]:
     return out if row.result is None else banded_row(out | _fit_result(row.result), row.result.calibration, FIT_KEYS)
 
 
+def _options(r: FitReport) -> dict[str, Any]:
+    """The options' rows, and the count of those that fit but were left unanswered where there are any."""
+    return {"options": [fit_row(row) for row in r.rows]} | ({"options_unranked": r.unranked} if r.unranked else {})
+
+
 @dataclass(frozen=True)
 class FitReport(Record):
     """``python -m twin fit``: every option that fits, ranked, and those that do not."""
-    layout: ClassVar[Layout] = Layout(after={"country": lambda r: {"options": [fit_row(row) for row in r.rows]},
-                           "notes": lambda r: {"schema_version": SCHEMA_VERSION}},
-                    omit=frozenset({"rows"}))
+    layout: ClassVar[Layout] = Layout(after={"country": _options, "notes": lambda r: {"schema_version": SCHEMA_VERSION}},
+                                      omit=frozenset({"rows", "unranked"}))
     scenario: str
     by: str                          # time | cost
     country: str
-    rows: tuple[FitRow, ...]         # options that fit, best first, then the others (``options`` in the record)
+    rows: tuple[FitRow, ...]         # options answered that fit, best first, then the others (``options``)
     notes: tuple[str, ...] = ()
+    unranked: int = 0                # options that fit, left unanswered: slower than the best rows asked for
 
 
 def fit_record(report: FitReport) -> dict[str, Any]:
