@@ -155,3 +155,24 @@ def test_a_plan_search_record_counts_the_pruned_plans():
                             "plans_rejected", "options", "option_errors", "refined", "scenario_plan", "notes",
                             "schema_version"]
     assert record["plans_pruned"] == 6 + 7 + 2 and "seconds" not in record        # the record is deterministic
+
+
+def test_an_operations_summary_reads_each_job_as_its_tenant_alone():
+    """What ``twin run`` prints from for a ``jobs:`` scenario is the record with each job's row reduced to its
+    tenant (the summary counts jobs by tenant), every other key as the record has it; the summary is the same."""
+    from twin.api import run_dict
+    from twin.bands import edges_record
+    from twin.report import summary
+    from twin.results.core import finite
+
+    jobs = [{"name": f"j{i}", "tenant": "ab"[i % 2], "template": "t", "gpus": 8 * (1 + i % 2), "submit": 600.0 * i,
+             "duration": 3600.0} for i in range(6)]
+    result = run_dict({"cluster": {"node": "dgx-h100", "nodes": 2},
+                       "jobs": {"templates": {"t": {"model": "llama2-7b", "tokens": "1B", "seq_len": 2048,
+                                                    "global_batch": 64}}, "list": jobs}})
+    full, described = finite(result.record()), result.described()
+    assert [job["tenant"] for job in full["jobs"]] == list("ababab")
+    assert described["jobs"] == [{"tenant": job["tenant"]} for job in full["jobs"]]
+    assert {k: described[k] for k in full if k != "jobs"} == {k: v for k, v in full.items() if k != "jobs"}
+    assert set(described) - set(full) == set(edges_record(result.band))      # where the bands come from
+    assert [k for k in described if k in full] == list(full) and summary(described) == summary(full)

@@ -155,10 +155,14 @@ class Result(Record):
 
     def record(self, timelines: bool = True) -> dict[str, Any]:
         """The record's keys; ``timelines`` False leaves out lists that a table row does not hold."""
+        return self.keys_by(self.layout_of(timelines))
+
+    def keys_by(self, layout: Layout) -> dict[str, Any]:
+        """The record's keys with the workload's own fields laid out by ``layout``."""
         head, *tail = (f.name for f in dataclasses.fields(Result))
         own = [f.name for f in dataclasses.fields(self) if f.name not in {head, *tail}]
         return ({head: getattr(self, head), "workload": self.workload}
-                | serialise(self, self.layout_of(timelines), own) | serialise(self, Layout(), tail))
+                | serialise(self, layout, own) | serialise(self, Layout(), tail))
 
     def layout_of(self, timelines: bool) -> Layout:
         """The layout of the record, with (or, where a workload has one, without) its timelines."""

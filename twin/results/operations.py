@@ -7,7 +7,7 @@ of them gives, in the record's order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -132,10 +132,17 @@ def _services(r: OperationsResult) -> dict[str, Any]:
     return {name: plain(svc) | {"devices": svc.devices, "gpus": svc.gpus} for name, svc in r.services.items()}
 
 
+def _simulation(run: ClusterRun) -> dict[str, Any]:
+    return {"events": run.events, "steps_priced": run.steps_priced}
+
+
 def _jobs(r: OperationsResult) -> dict[str, Any]:
-    run = r.run
-    return {"simulation": {"events": run.events, "steps_priced": run.steps_priced},
-            "jobs": [_job(j, ch) for j, ch in zip(run.jobs, r.accounts.jobs)]}
+    return {"simulation": _simulation(r.run), "jobs": [_job(j, ch) for j, ch in zip(r.run.jobs, r.accounts.jobs)]}
+
+
+def _tenants_of_jobs(r: OperationsResult) -> dict[str, Any]:
+    """``_jobs`` with each job's tenant alone: what the terminal summary reads of them (it counts them by tenant)."""
+    return {"simulation": _simulation(r.run), "jobs": [{"tenant": j.tenant} for j in r.run.jobs]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,10 +200,14 @@ class OperationsResult(Result):
         return out | edges_record(self.band)
 
     def described(self) -> dict[str, Any]:
-        """The record without its numbers' bands, with where they come from: the summary prints no more,
-        and the bands would play the cluster twice again."""
-        record = self.record()
+        """The record without its numbers' bands, with where they come from (the summary prints no more, and
+        the bands would play the cluster twice again), and each job as its tenant alone (``_tenants_of_jobs``)."""
+        record = self.keys_by(DESCRIBED_LAYOUT)
         return finite(record if self.band is None else record | edges_record(self.band))
+
+
+# The layout of ``OperationsResult.described``: the record's, each job its tenant alone.
+DESCRIBED_LAYOUT = replace(OperationsResult.layout, after=dict(OperationsResult.layout.after) | {"run": _tenants_of_jobs})
 
 
 def operations_record(r: OperationsResult) -> dict[str, Any]:
