@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "finetune-70b-qlora.yaml"
 
 
-def fresh_s(scenario: Path) -> float:
-    """Wall-clock seconds of ``python -m twin fit SCENARIO`` in a new process."""
+def fresh_s(scenario: Path, *flags: str) -> float:
+    """Wall-clock seconds of ``python -m twin fit SCENARIO [FLAGS]`` in a new process."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "twin", "fit", str(scenario)], check=True, cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "twin", "fit", str(scenario), *flags], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
@@ -35,7 +35,7 @@ def every_scenario() -> None:
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         if load_scenario(path).training is None:
             continue
-        print(f"{path.stem:24} {fresh_s(path):6.2f} s", flush=True)
+        print(f"{path.stem:24} table {fresh_s(path):6.2f} s   --json {fresh_s(path, '--json'):6.2f} s", flush=True)
 
 
 def main() -> None:

@@ -151,8 +151,11 @@ def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple,
     if found is not None:
         return found
     found = memo[key] = []
+    requests = memo.setdefault(("requests", prepared.request), {})      # each choice's request, once per fit
     for choice in plan_choices(model, gpus, cluster.node.gpus, levels):
-        request = choice.request(prepared.request)
+        request = requests.get(choice)
+        if request is None:
+            request = requests[choice] = choice.request(prepared.request)
         try:
             found.append((choice, request, plan_memory(prepared, request)))
         except InfeasibleError:

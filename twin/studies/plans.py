@@ -113,7 +113,13 @@ def undominated(choices: list[PlanChoice]) -> set[PlanChoice]:
     by_shape: dict[tuple, list[PlanChoice]] = {}
     for c in choices:
         by_shape.setdefault(c._shape(), []).append(c)
-    return {c for alike in by_shape.values() for c in alike if not any(o._outranks(c) for o in alike)}
+    out = set()
+    for alike in by_shape.values():
+        ranks = [(RECOMPUTES.index(c.recompute), c.zero) for c in alike]      # ``_outranks``, its terms once each
+        out.update(c for c, (rc, zc) in zip(alike, ranks)
+                   if not any(ro <= rc and (zo == zc or (zo == 2 and zc == 3)) and o != c
+                              for o, (ro, zo) in zip(alike, ranks)))
+    return out
 
 
 def powers_of_two(limit: int) -> list[int]:
