@@ -91,7 +91,7 @@ def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = N
 
 @dataclass(frozen=True)
 class _Pruned:
-    """An option's plans left by memory and dominance (``kept``: (choice, request, planned)), each one's
+    """An option's plans left by memory and dominance (``kept``: as ``_sized_plans``'s), each one's
     ``plan_passes_floor_s`` (``passes``), and what the option's row says of its memory."""
     option: FitOption
     kept: list[tuple]
@@ -108,13 +108,12 @@ def _pruned(option: FitOption, prepared: Prepared, model: ModelSpec, sized: dict
     capacity = prepared.cluster.node.gpu.memory_bytes
     levels = recompute_levels(prepared.scenario.training.attention)
     sized_plans = _sized_plans(prepared, model, option.gpus, levels, sized)
-    least = min((planned[1].required_bytes for _, _, planned in sized_plans), default=float("inf"))
+    least = min((planned[1].required_bytes for _, _, planned, _ in sized_plans), default=float("inf"))
     fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
-    free = undominated([choice for choice, _, _ in fitting])
+    free = undominated([plan[0] for plan in fitting])
     kept = [f for f in fitting if f[0] in free]
     passes, by_shape = [], {}
-    for _, request, planned in kept:
-        shape = _but_zero(planned[0])
+    for _, request, planned, shape in kept:
         floor = by_shape.get(shape)
         if floor is None:
             floor = by_shape[shape] = plan_passes_floor_s(prepared, request, planned)
@@ -127,7 +126,7 @@ def _time_floor_s(tokens: float, kept: list[tuple], passes: list[float]) -> floa
     """A lower bound on the time to train of the option's best plan: with failures left out a run takes
     ``tokens / tokens_per_step`` steps of at least the plan's step (longer where it waits for data), and no
     step is shorter than its passes floor (``plan_passes_floor_s``)."""
-    return min((tokens / planned[0].tokens_per_step * floor for (_, _, planned), floor in zip(kept, passes)),
+    return min((tokens / planned[0].tokens_per_step * floor for (_, _, planned, _), floor in zip(kept, passes)),
                default=math.inf)
 
 
@@ -142,9 +141,10 @@ def _answered(scenario: Scenario, pruned: _Pruned, prepared: Prepared) -> FitRow
 
 
 def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
-    """(choice, request, its ``plan_memory``) of every plan of ``model`` on ``gpus`` GPUs of the prepared cluster
-    that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node type (memory per GPU
-    is the plan's, only the capacity is the node's), so plans are sized once for every node type alike."""
+    """(choice, request, its ``plan_memory``, its plan's ``_but_zero``) of every plan of ``model`` on ``gpus`` GPUs
+    of the prepared cluster that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node
+    type (memory per GPU is the plan's, only the capacity is the node's), so plans are sized once for every node
+    type alike."""
     cluster = prepared.cluster
     key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
     found = memo.get(key)
@@ -157,7 +157,8 @@ def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple,
         if request is None:
             request = requests[choice] = choice.request(prepared.request)
         try:
-            found.append((choice, request, plan_memory(prepared, request)))
+            planned = plan_memory(prepared, request)
+            found.append((choice, request, planned, _but_zero(planned[0])))
         except InfeasibleError:
             continue
     return found
@@ -171,7 +172,7 @@ def _fastest(prepared: Prepared, plans: list[tuple], passes: list[float]) -> int
     for i in sorted(range(len(plans)), key=passes.__getitem__):
         if passes[i] > best_s:
             break
-        _, request, planned = plans[i]
+        _, request, planned, _ = plans[i]
         if best_s < math.inf and plan_step_floor_s(prepared, request, planned) > best_s:
             continue
         step_s = plan_step_s(prepared, request, planned)
