@@ -3,9 +3,10 @@ that do not.
 
 Rows that read the same but for the fine-tuning method (LoRA and QLoRA on the same NF4 base) or the base
 precision (fp8 and int8 weights take the same bytes), and take exactly the same time to train, are merged into
-one row naming both; the ten best rows are shown unless asked otherwise. (Rows of different times never merge,
-so ``fit`` leaves untimed the options slower than the rows shown: ``twin/studies/fit.py``, ``_ranked_first``.) The memory column's parts (weights, gradients, optimizer, activations and
-the runtime's reserve) add up to its total.
+one row naming both; the ten best rows are shown unless asked otherwise. Rows of different times never merge,
+so ``fit`` leaves untimed the options slower than the rows shown (``twin/studies/fit.py``, ``_ranked_first``).
+The memory column's parts (weights, gradients, optimizer, activations and the runtime's reserve) add up to its
+total.
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ class OperationsResult(Result):
 
 
 # The layout of ``OperationsResult.described``: the record's, each job its tenant alone.
-DESCRIBED_LAYOUT = replace(OperationsResult.layout, after=dict(OperationsResult.layout.after) | {"run": _tenants_of_jobs})
+DESCRIBED_LAYOUT = replace(OperationsResult.layout,
+                          after=dict(OperationsResult.layout.after) | {"run": _tenants_of_jobs})
 
 
 def operations_record(r: OperationsResult) -> dict[str, Any]:

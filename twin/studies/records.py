@@ -198,8 +198,9 @@ def _options(r: FitReport) -> dict[str, Any]:
 @dataclass(frozen=True)
 class FitReport(Record):
     """``python -m twin fit``: every option that fits, ranked, and those that do not."""
-    layout: ClassVar[Layout] = Layout(after={"country": _options, "notes": lambda r: {"schema_version": SCHEMA_VERSION}},
-                                      omit=frozenset({"rows", "unranked"}))
+    layout: ClassVar[Layout] = Layout(
+        after={"country": _options, "notes": lambda r: {"schema_version": SCHEMA_VERSION}},
+        omit=frozenset({"rows", "unranked"}))
     scenario: str
     by: str                          # time | cost
     country: str
