@@ -39,6 +39,7 @@ VIEWPORT = {"width": 1600, "height": 1200} if os.environ.get("TWIN_SCREENSHOTS")
 SCENARIOS = core.shipped_scenarios(ROOT / "scenarios")
 DEFAULT_SCENARIO = "superpod.yaml"      # the sidebar's first choice (dashboard/panel.py, sidebar)
 KNOB_BOUND_S = 1.5                      # a knob change shows in the headline within this
+ADDRESS_SETTLE_S = 0.5                  # after a page change shows in the address bar, as a person pauses
 SCREENSHOTS = {                         # scenario → pages kept as docs/screenshots/<stem>-<page>.png
     "superpod.yaml": ["scenario", "overview", "cluster", "step", "job", "compare"],
     "llama3-405b-16k.yaml": ["overview", "cluster", "job", "compare"],
@@ -180,11 +181,14 @@ class Tab:
         return self.state()
 
     def go(self, page: str) -> dict:
+        """Open ``page`` from the sidebar; its state once drawn, its address shown, and still so a moment later:
+        under load the browser's own copy of the address, which the next rerun carries, may trail the bar."""
         self.page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(
             has_text=PAGES[page]).first.click()
-        state = self.settle(PAGES[page])
+        self.settle(PAGES[page])
         self.await_url("page", None if page == "overview" else PAGES[page])
-        return state
+        time.sleep(ADDRESS_SETTLE_S)
+        return self.settle(PAGES[page])
 
     def choose_scenario(self, name: str) -> None:
         box = self.page.get_by_role("combobox", name="Shipped scenario")
