@@ -8,7 +8,7 @@ import pytest
 from tests.test_cli import twin
 from twin.api import memory_of, parse_scenario, step_of
 from twin.errors import InfeasibleError
-from twin.studies.fit import best_plan, search, variant
+from twin.studies.fit import search, variant
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices
 from twin.studies.records import FitOption
 from twin.workload.model import model_spec
@@ -60,7 +60,7 @@ def test_dominance_is_more_recomputation_or_gathering_parameters_too():
 def test_the_best_plan_is_the_fastest_of_every_plan_that_fits(option, model):
     # brute force over every plan of the option against the search's pruned answer
     scenario = parse_scenario(SCENARIO | {"training": SCENARIO["training"] | {"model": model}})
-    row = best_plan(scenario, option, model_spec(model))
+    [row] = search(scenario, [option]).rows
     assert row.result is not None and row.plans_timed < row.plans_tried
     fastest = float("inf")
     for choice in plan_choices(model_spec(model), option.gpus, option.gpus):
@@ -174,7 +174,7 @@ def test_an_options_floor_is_below_its_time_to_train():
     checked = set()
     for option in fit_options(scenario, 32, ["dgx-h100", "l40s-8", "h100-pcie-2"]):
         prepared = prepare(variant(scenario, option))
-        pruned = _pruned(option, prepared, prepared.model, {})
+        pruned = _pruned(option, prepared, {})
         if pruned.kept:
             time_s = _answered(scenario, pruned, prepared).result.time_to_train_s
             assert 0 < pruned.floor_s <= time_s

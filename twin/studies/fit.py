@@ -39,7 +39,6 @@ from twin.options import FIT_RANKINGS, WEIGHT_STORAGES, FitRanking, recompute_le
 from twin.power.pricing import owned_nodes
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, undominated
 from twin.studies.records import FitOption, FitReport, FitRow
-from twin.workload.model import ModelSpec
 from twin.workload.plan import ParallelPlan
 
 # Storage of the frozen base tried for each method (training.weights); full training keeps its own.
@@ -79,16 +78,6 @@ def variant(scenario: Scenario, option: FitOption, choice: PlanChoice | None = N
                                        "failures": scenario.failures.model_copy(update={"enabled": False})})
 
 
-def best_plan(scenario: Scenario, option: FitOption, model: ModelSpec | None = None,
-              prepared: Prepared | None = None, sized: dict | None = None) -> FitRow:
-    """Prune the option's plans by memory and dominance, time the rest in closed form on the prepared
-    option (``prepared``: ``variant(scenario, option)`` prepared, default here), answer the fastest in
-    full (``model``: the scenario's, default the prepared one; ``sized``: as ``_sized_plans``'s memo)."""
-    prepared = prepared or prepare(variant(scenario, option))
-    return _answered(scenario, _pruned(option, prepared, model or prepared.model, {} if sized is None else sized),
-                     prepared)
-
-
 @dataclass(frozen=True)
 class _Pruned:
     """An option's plans left by memory and dominance (``kept``: as ``_sized_plans``'s), each one's
@@ -102,12 +91,12 @@ class _Pruned:
     floor_s: float          # no time to train of the option is shorter (``_time_floor_s``); inf when none is kept
 
 
-def _pruned(option: FitOption, prepared: Prepared, model: ModelSpec, sized: dict) -> _Pruned:
-    """The option's plans that fit and are not dominated, with their passes floors (one per shape but the ZeRO
-    stage, ``_but_zero``)."""
+def _pruned(option: FitOption, prepared: Prepared, sized: dict) -> _Pruned:
+    """The option's plans (on ``prepared``, ``variant(scenario, option)`` prepared) that fit and are not dominated,
+    with their passes floors (one per shape but the ZeRO stage, ``_but_zero``); ``sized``: as ``_sized_plans``'s
+    memo."""
     capacity = prepared.cluster.node.gpu.memory_bytes
-    levels = recompute_levels(prepared.scenario.training.attention)
-    sized_plans = _sized_plans(prepared, model, option.gpus, levels, sized)
+    sized_plans = _sized_plans(prepared, option.gpus, sized)
     least = min((planned[1].required_bytes for _, _, planned, _ in sized_plans), default=float("inf"))
     fitting = [plan for plan in sized_plans if plan[2][1].required_bytes <= capacity]
     free = undominated([plan[0] for plan in fitting])
@@ -140,12 +129,13 @@ def _answered(scenario: Scenario, pruned: _Pruned, prepared: Prepared) -> FitRow
                   pruned.tried, len(pruned.kept), pruned.least_bytes, pruned.capacity_bytes)
 
 
-def _sized_plans(prepared: Prepared, model: ModelSpec, gpus: int, levels: tuple, memo: dict) -> list[tuple]:
-    """(choice, request, its ``plan_memory``, its plan's ``_but_zero``) of every plan of ``model`` on ``gpus`` GPUs
-    of the prepared cluster that splits (``plan_choices``), kept in ``memo`` by what they depend on: not the node
-    type (memory per GPU is the plan's, only the capacity is the node's), so plans are sized once for every node
-    type alike."""
-    cluster = prepared.cluster
+def _sized_plans(prepared: Prepared, gpus: int, memo: dict) -> list[tuple]:
+    """(choice, request, its ``plan_memory``, its plan's ``_but_zero``) of every plan of the prepared model on
+    ``gpus`` GPUs of the prepared cluster that splits (``plan_choices``), kept in ``memo`` by what they depend on:
+    not the node type (memory per GPU is the plan's, only the capacity is the node's), so plans are sized once
+    for every node type alike."""
+    cluster, model = prepared.cluster, prepared.model
+    levels = recompute_levels(prepared.scenario.training.attention)
     key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
     found = memo.get(key)
     if found is not None:
@@ -236,7 +226,7 @@ def _searched(scenario: Scenario, options: list[FitOption], top: int | None,
     out, pruned, last, sized = [], [], None, {}
     for i in indices:
         last = prepare(variant(scenario, options[i]), last)
-        option = _pruned(options[i], last, last.model, sized)
+        option = _pruned(options[i], last, sized)
         if top is None or not option.kept:
             out.append((i, _answered(scenario, option, last)))
         else:

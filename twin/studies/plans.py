@@ -33,7 +33,7 @@ from typing import Any, Literal
 from twin.api import Prepared
 from twin.options import RECOMPUTES, ZERO_STAGES, Recompute, Schedule, recompute_levels
 from twin.workload.model import ModelSpec
-from twin.workload.plan import ParallelPlan, PlanRequest
+from twin.workload.plan import ParallelPlan, PlanRequest, doublings
 
 # Micro-batch sizes the plan search tries (those that divide the global batch).
 MICROBATCHES = (1, 2, 4, 8, 16)
@@ -94,11 +94,11 @@ class PlanChoice:
 
     def _outranks(self, other: "PlanChoice") -> bool:
         """``dominates`` between two plans of one shape."""
-        if self == other:
-            return False
-        less_recompute = RECOMPUTES.index(self.recompute) <= RECOMPUTES.index(other.recompute)
-        less_zero = self.zero == other.zero or (self.zero == 2 and other.zero == 3)
-        return less_recompute and less_zero
+        return self != other and _no_hungrier(self._cost_terms(), other._cost_terms())
+
+    def _cost_terms(self) -> tuple[int, int]:
+        """(recomputation rank, ZeRO stage): what ``dominates`` compares within a shape."""
+        return RECOMPUTES.index(self.recompute), self.zero
 
     def _shape(self) -> tuple:
         return (self.tensor, self.pipeline, self.data, self.expert, self.microbatch, self.virtual_stages)
@@ -115,20 +115,16 @@ def undominated(choices: list[PlanChoice]) -> set[PlanChoice]:
         by_shape.setdefault(c._shape(), []).append(c)
     out = set()
     for alike in by_shape.values():
-        ranks = [(RECOMPUTES.index(c.recompute), c.zero) for c in alike]      # ``_outranks``, its terms once each
-        out.update(c for c, (rc, zc) in zip(alike, ranks)
-                   if not any(ro <= rc and (zo == zc or (zo == 2 and zc == 3)) and o != c
-                              for o, (ro, zo) in zip(alike, ranks)))
+        terms = [c._cost_terms() for c in alike]          # ``_outranks``, each plan's terms worked out once
+        out.update(c for c, mine in zip(alike, terms)
+                   if not any(_no_hungrier(theirs, mine) and o != c for o, theirs in zip(alike, terms)))
     return out
 
 
-def powers_of_two(limit: int) -> list[int]:
-    """1, 2, 4, ... up to ``limit``."""
-    out, n = [], 1
-    while n <= limit:
-        out.append(n)
-        n *= 2
-    return out
+def _no_hungrier(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Of two plans of one shape by their ``_cost_terms``: ``a`` recomputes no more than ``b`` and has the same
+    ZeRO stage, or ZeRO-2 against ZeRO-3 (``PlanChoice.dominates``)."""
+    return a[0] <= b[0] and (a[1] == b[1] or (a[1] == 2 and b[1] == 3))
 
 
 def _divisors(n: int) -> list[int]:
@@ -137,18 +133,18 @@ def _divisors(n: int) -> list[int]:
 
 def gpu_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
     """1, 2, 4, ... GPUs of one node, then whole nodes (1, 2, 4, ... nodes), up to ``max_gpus``."""
-    inside = [g for g in powers_of_two(gpus_per_node) if g < gpus_per_node and g <= max_gpus]
-    return inside + [gpus_per_node * n for n in powers_of_two(max_gpus // gpus_per_node)]
+    inside = [g for g in doublings(1, gpus_per_node) if g < gpus_per_node and g <= max_gpus]
+    return inside + [gpus_per_node * n for n in doublings(1, max_gpus // gpus_per_node)]
 
 
 def _tensors(model: ModelSpec, gpus: int, gpus_per_node: int, rules: PlanRules) -> list[int]:
-    sizes = _divisors(gpus_per_node) if rules.sizes == "divisors" else powers_of_two(gpus_per_node)
+    sizes = _divisors(gpus_per_node) if rules.sizes == "divisors" else doublings(1, gpus_per_node)
     return [t for t in sizes if t <= gpus and not (rules.fill and gpus % t) and model.heads % t == 0
             and model.ffn_hidden % t == 0 and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
 
 
 def _pipelines(model: ModelSpec, gpus: int, tensor: int, rules: PlanRules) -> list[int]:
-    sizes = set(powers_of_two(model.layers))
+    sizes = set(doublings(1, model.layers))
     if rules.sizes == "divisors":
         sizes |= set(_divisors(model.layers))
     return [p for p in sorted(sizes) if tensor * p <= gpus and not (rules.fill and gpus % (tensor * p))]

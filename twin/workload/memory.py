@@ -38,7 +38,7 @@ from twin.workload.finetune import (
     model_targets,
 )
 from twin.workload.model import ModelSpec
-from twin.workload.plan import ParallelPlan, layers_on_stage
+from twin.workload.plan import ParallelPlan, doublings, layers_on_stage
 
 # What a training process holds beyond its tensors (docs/limits.md). Assumptions: the CUDA
 # context with the cuBLAS/cuDNN workspaces ~0.5 GiB on Hopper, and as much again of the caching
@@ -361,9 +361,9 @@ def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention
     pipeline, then the least memory); where none fits, the same on the fewest doublings of the GPUs (data
     parallelism grows, and ZeRO shards over it). (description, bytes per GPU), or None when nothing fits even on
     ``2 ** MAX_GPU_DOUBLINGS`` times the GPUs."""
-    for doublings in range(MAX_GPU_DOUBLINGS + 1):
+    for doubled in range(MAX_GPU_DOUBLINGS + 1):
         fitting = []
-        for changes, alternative in _combinations(model, plan, replace(plan, data=plan.data * 2 ** doublings),
+        for changes, alternative in _combinations(model, plan, replace(plan, data=plan.data * 2 ** doubled),
                                                   gpus_per_node):
             total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
                                    loss_bytes_per_logit).required_bytes
@@ -371,7 +371,7 @@ def combined_fit(model: ModelSpec, plan: ParallelPlan, precision: str, attention
                 fitting.append((len(changes), alternative.tensor * alternative.pipeline, total, changes, alternative))
         if fitting:
             _, _, total, changes, p = min(fitting, key=lambda found: found[:3])
-            if doublings == 0:
+            if doubled == 0:
                 return "together, " + _listed(changes) + " would fit", total
             return (f"on {p.gpus:,} GPUs, TP{p.tensor} PP{p.pipeline} DP{p.data} with ZeRO-{p.zero}, recompute "
                     f"{p.recompute} and microbatch {p.microbatch} would fit"), total
@@ -384,11 +384,11 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
     tensor and pipeline sizes doubled from its (splitting the heads, the layers, the global batch and the expert
     groups as ``plan.resolve_plan`` requires), with the changes from ``plan`` that make it."""
     gpus, out = base.gpus, []
-    tensors = [t for t in _doublings(plan.tensor, gpus_per_node) if gpus % t == 0 and model.heads % t == 0
+    tensors = [t for t in doublings(plan.tensor, gpus_per_node) if gpus % t == 0 and model.heads % t == 0
                and model.ffn_hidden % t == 0 and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
     recomputes = [plan.recompute] + (["full"] if plan.recompute != "full" else [])
     micro = [plan.microbatch] + ([1] if plan.microbatch > 1 else [])
-    shapes = [(t, p) for t in tensors for p in _doublings(plan.pipeline, model.layers // plan.virtual_stages)
+    shapes = [(t, p) for t in tensors for p in doublings(plan.pipeline, model.layers // plan.virtual_stages)
               if gpus % (t * p) == 0]
     for (t, p), zero, recompute, mb in product(shapes, range(plan.zero, 4), recomputes, micro):
         data = gpus // (t * p)
@@ -402,15 +402,6 @@ def _combinations(model: ModelSpec, plan: ParallelPlan, base: ParallelPlan,
         sequence_parallel = (plan.sequence_parallel or plan.tensor == 1) and t > 1
         out.append((changes, replace(base, tensor=t, pipeline=p, data=data, zero=zero, recompute=recompute,
                                      microbatch=mb, sequence_parallel=sequence_parallel)))
-    return out
-
-
-def _doublings(size: int, limit: int) -> list[int]:
-    """``size``, twice it, four times it, ... up to ``limit``."""
-    out = []
-    while size <= limit:
-        out.append(size)
-        size *= 2
     return out
 
 

@@ -198,3 +198,12 @@ def _data_size(par: PlanRequest, cluster: ClusterSpec, global_batch: int) -> int
         raise InfeasibleError(f"{_WHERE}.expert", f"{ep} does not divide data {d} (experts are carved out of "
                               "data parallelism)")
     return d
+
+
+def doublings(size: int, limit: int) -> list[int]:
+    """``size``, twice it, four times it, ... up to ``limit`` (parallel sizes a search or advice tries)."""
+    out = []
+    while size <= limit:
+        out.append(size)
+        size *= 2
+    return out
