@@ -29,7 +29,7 @@ from pathlib import Path
 
 from twin.api import estimate, parse_scenario, prepare, scenario_data, simulate, with_overrides
 from twin.errors import InfeasibleError
-from twin.network.fabric import _cached_fabric, _cached_graph
+from twin.network.fabric_cache import _cached_fabric, _cached_graph
 from twin.studies.executor import executor
 from twin.studies.search import _closed_form_pass, _Tally
 from twin.studies.space import Axis, Space, space

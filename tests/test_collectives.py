@@ -278,7 +278,7 @@ def test_hierarchical_all_reduce_matches_its_hand_computed_phases():
 
 def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
     """The cluster's fabric and its memoised rates are shared by every plan; sharing changes no number."""
-    from twin.network.fabric import cluster_fabric, cluster_graph
+    from twin.network.fabric_cache import cluster_fabric, cluster_graph
     from twin.workload.placement import place
     from twin.workload.plan import ParallelPlan
 
@@ -302,7 +302,7 @@ def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
 
 def test_a_fabric_with_scaled_pools_prices_its_own_rates():
     """Rates memoised on a fabric are not reused by a copy whose switch pools have less capacity."""
-    from twin.network.fabric import cluster_fabric
+    from twin.network.fabric_cache import cluster_fabric
 
     cluster = cluster_spec(Cluster(node="dgx-h100", nodes=8, fabric={"topology": "fat-tree", "nodes_per_su": 2,
                                                                      "oversubscription": 4}))
@@ -386,6 +386,33 @@ def test_a_phase_inside_a_node_is_priced_once_for_every_cluster_size_of_that_nod
     assert comm("dgx-a100-80gb", 2).fabric.node_kind != small.fabric.node_kind
     across = alg.ring_phase(alg.synthetic_members(GroupShape(16, 8), 8, 16), 8, 1.0, 1)
     assert symmetry.one_node(across, 8) is across                                # crosses nodes: kept whole
+
+
+@pytest.mark.parametrize("node", ["dgx-h100", "dgx-a100-80gb", "l40s-8", "h100-pcie-2"])
+def test_a_phase_inside_a_node_is_routed_alike_on_the_node_alone_and_on_its_cluster(node):
+    """Phases that stay inside nodes are routed on a fabric of one node (``fabric_cache.node_fabric``), so that
+    pricing tensor groups never builds the cluster's fabric: every algorithm's phases over every group size
+    inside a node get the same rate and reach there as on a 4-node cluster of that node."""
+    from twin.network import algorithms as alg
+    from twin.network import symmetry
+    from twin.network.fabric_cache import node_fabric
+
+    model = comm(node, 4)
+    gpn = model.cluster.node.gpus
+    assert node_fabric(model.cluster, EFF).nodes == 1
+    compared = 0
+    for ranks in (g for g in (2, 4, 8) if g <= gpn):
+        members = alg.synthetic_members(GroupShape(ranks, ranks), gpn, 4 * gpn)
+        phases = [alg.ring_phase(members, gpn, 1.0, 1)] + [
+            p for name in alg.ALL_REDUCE_ALGORITHMS if name != "nvls" or model.nvls_capable
+            for p in alg.all_reduce_phases(name, members, gpn, 1.0) or ()]
+        for phase in phases:
+            inside = symmetry.one_node(phase, gpn)
+            assert inside is not phase
+            assert (model._routed_and_shared(inside, node_fabric(model.cluster, EFF))
+                    == model._routed_and_shared(inside, model.fabric))
+            compared += 1
+    assert compared >= 2
 
 
 def test_a_fabric_of_a_graph_given_shares_no_node_rate():

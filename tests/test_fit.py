@@ -164,24 +164,31 @@ def test_a_fit_asked_for_its_best_rows_times_only_what_may_show_among_them():
     assert len(_shown(full, 0)) > 40                                                 # a fit worth pruning
 
 
-def test_an_options_floor_is_below_its_time_to_train():
-    """``_Pruned.floor_s`` (its plans' passes floors over the run's steps) bounds what the option's best plan
-    takes, for every option that fits: full fine-tuning, LoRA and QLoRA, one GPU to several nodes."""
-    from twin.api import load_scenario, prepare
-    from twin.studies.fit import _answered, _pruned, fit_options
+@pytest.mark.parametrize("model", ["llama2-70b", "mixtral-8x7b"])
+def test_an_options_floors_are_below_its_time_to_train(model):
+    """An option's floors bound what its best plan takes, for every option that fits: full fine-tuning, LoRA and
+    QLoRA, one GPU to several nodes, a dense model and a mixture of experts. ``gemm_floor_s``, known before any
+    plan is sized, is below ``_Pruned.floor_s`` (its plans' passes floors over the run's steps), which is below
+    the time to train; ``_fits``, which stops at the first plan that fits, agrees with the plans kept."""
+    from twin.api import gemm_floor_s, load_scenario, prepare
+    from twin.studies.fit import _answered, _fits, _pruned, fit_options
 
     scenario = load_scenario("scenarios/finetune-70b-qlora.yaml")
-    checked = set()
+    scenario = scenario.model_copy(update={"training": scenario.training.model_copy(update={"model": model})})
+    checked, ratios = set(), []
     for option in fit_options(scenario, 32, ["dgx-h100", "l40s-8", "h100-pcie-2"]):
         prepared = prepare(variant(scenario, option))
         pruned = _pruned(option, prepared, {})
+        assert _fits(prepared, option.gpus, {}) == bool(pruned.kept)
         if pruned.kept:
             time_s = _answered(scenario, pruned, prepared).result.time_to_train_s
-            assert 0 < pruned.floor_s <= time_s
+            assert 0 < gemm_floor_s(prepared, option.gpus) <= pruned.floor_s <= time_s
+            ratios.append(gemm_floor_s(prepared, option.gpus) / time_s)
             checked.add(option.method)
         else:
             assert pruned.floor_s == float("inf")
     assert checked == {"full", "lora", "qlora"}
+    assert max(ratios) > 0.5                     # a floor that ranks, not zero
 
 
 def test_fit_prints_how_many_options_it_left_untimed():

@@ -237,3 +237,19 @@ def test_contention_never_speeds_a_run():
     shared = run_dict(data)
     assert shared.step_time_s > free.step_time_s
     assert shared.step.dp_comm_s > free.step.dp_comm_s
+
+
+@pytest.mark.parametrize("name, expected", [
+    # Mistral 7B (h 4096, 8 KV heads of 128, FFN 14,336, SwiGLU): 2 · (4096 · (4096 + 2 · 1024) + 4096² + 3 · 4096
+    # · 14,336) = 2 · (41,943,040 + 176,160,768)
+    ("mistral-7b", 436_207_616),
+    # Mixtral 8x7B: the same attention, two of its eight experts per token, and the router (4096 × 8)
+    ("mixtral-8x7b", 2 * (41_943_040 + 2 * 176_160_768 + 4096 * 8)),
+])
+def test_a_layers_projection_flops_per_token_by_hand(name, expected):
+    """What a fit's first floor (``twin.api.gemm_floor_s``) counts: every projection GEMM of a layer, forward, for
+    one token, as ``_projection_gemms_s`` prices them."""
+    from twin.engine.stage_costs import projection_flops_per_token
+    from twin.workload.model import model_spec
+
+    assert projection_flops_per_token(model_spec(name)) == expected

@@ -10,7 +10,8 @@ from twin.engine.iteration import simulate_iteration
 from twin.engine.stage_costs import step_costs
 from twin.engine.stragglers import PER_GPU_SPREAD
 from twin.network.collectives import CommModel
-from twin.network.fabric import Fabric, cluster_graph
+from twin.network.fabric import Fabric
+from twin.network.fabric_cache import cluster_graph
 from twin.workload.placement import place
 
 # Four scalable units of four nodes under 1:7 oversubscription: a leaf's up-links carry 4/7 of

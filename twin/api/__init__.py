@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from twin.results import CapacityResult, OperationsResult, ServingResult, TrainingResult
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
-           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
+           "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s",
+           "gemm_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
            "check_key", "TrainingResult", "scenario_calibration",
@@ -48,8 +49,9 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
 # Training, serving and operations (their engines, records and the modules below them) load when first
 # asked for, so that a training run or a plan search does not import serving and operations, nor a serving
 # run the training engine (PEP 562 module __getattr__).
-_TRAINING = ("Built", "Prepared", "build", "estimate", "memory_of", "plan_memory", "plan_passes_floor_s",
-             "plan_step_floor_s", "plan_step_s", "prepare", "simulate_training", "step_of")
+_TRAINING = ("Built", "Prepared", "build", "estimate", "memory_of", "plan_memory", "plan_step_s", "prepare",
+             "simulate_training", "step_of")
+_FLOORS = ("gemm_floor_s", "plan_passes_floor_s", "plan_step_floor_s")
 _SERVING = ("capacity", "gpus_for_rate", "simulate_serving")
 _RECORDS = ("CapacityResult", "OperationsResult", "ServingResult", "TrainingResult")
 
@@ -57,6 +59,8 @@ _RECORDS = ("CapacityResult", "OperationsResult", "ServingResult", "TrainingResu
 def __getattr__(name: str) -> Any:
     if name in _TRAINING:
         from twin.api import training as module
+    elif name in _FLOORS:
+        from twin.api import floors as module
     elif name in _SERVING:
         from twin.api import serving as module
     elif name == "simulate_operations":

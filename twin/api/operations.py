@@ -28,7 +28,8 @@ from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.failures import FailurePolicy
 from twin.network.collectives import CommModel
-from twin.network.fabric import Fabric, cluster_graph
+from twin.network.fabric import Fabric
+from twin.network.fabric_cache import cluster_graph
 from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg
 from twin.operations.cluster import ClusterRun, OperationsSpec, simulate_cluster
 from twin.operations.jobs import GeneratorSpec, JobRequest, Service, Shape, generate

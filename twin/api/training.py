@@ -20,9 +20,9 @@ from twin.calibration import Efficiency
 from twin.engine.iteration import IterationResult, simulate_iteration
 from twin.operators.roofline import OperatorModel
 from twin.engine.stack import StackProfile
-from twin.engine.stage_costs import StepCosts, chunks_work_s, stage_passes_s, step_costs, step_extras_s
+from twin.engine.stage_costs import StepCosts, step_costs
 from twin.engine.stragglers import PER_GPU_SPREAD
-from twin.engine.step import StepBreakdown, sends_per_microbatch, step_time
+from twin.engine.step import StepBreakdown, step_time
 from twin.errors import ScenarioError
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.model import Event, Segment
@@ -226,60 +226,6 @@ def plan_step_s(prepared: Prepared, request: PlanRequest,
     traffic, a part of the breakdown, is not worked out)."""
     built = build_plan(prepared, request, planned, latency_split=False)
     return step_time(built.costs, built.plan).step_s
-
-
-# A floor is lowered by this share so that rounding in a different order of sums never lifts it above the step.
-FLOOR_ROUNDING_MARGIN = 1e-9
-
-
-def plan_passes_floor_s(prepared: Prepared, request: PlanRequest,
-                        planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
-    """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``), without ZeRO-2/3
-    traffic, stage sends, data-parallel collectives, overheads or the optimizer: the same for plans that
-    differ only in their ZeRO stage.
-
-    The pipeline takes ``m · U_max + (Σ U_i - U_max) / v`` (``engine.step``), which grows with ``U_max``
-    and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its chunks' passes,
-    and what is left out only adds to the step. 0 for DeepSpeed's lockstep pipeline, which this bound
-    does not describe."""
-    s = prepared.section
-    plan, _ = planned or plan_memory(prepared, request)
-    if plan.schedule == "deepspeed":
-        return 0.0
-    placement = place(plan, prepared.cluster.node.gpus, request.order)
-    per_stage = chunks_work_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
-                              s.finetune, prepared.memo) / plan.pipeline
-    return per_stage * _pipeline_factor(plan) * (1.0 - FLOOR_ROUNDING_MARGIN)
-
-
-def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
-                      planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
-    """A lower bound on ``plan_step_s``, at least ``plan_passes_floor_s``: the pipeline of ``engine.step``
-    (``m · U_max + (Σ U_i - U_max) / v``, which grows with every ``U_i``) on each stage's chunks' passes and
-    sends (``stage_costs.stage_passes_s``, ``step_extras_s``), then the overheads and the optimizer step,
-    each priced as ``step_costs`` prices it. Only ZeRO-2/3 traffic (in the ``U_i``), the data-parallel
-    collectives' exposed part and stragglers are left out, and they only add. 0 for DeepSpeed's pipeline."""
-    s = prepared.section
-    plan, _ = planned or plan_memory(prepared, request)
-    if plan.schedule == "deepspeed":
-        return 0.0
-    placement = place(plan, prepared.cluster.node.gpus, request.order)
-    comm = prepared.comm(placement)
-    p2p, overheads, optimizer = step_extras_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune,
-                                              prepared.memo)
-    sends = sends_per_microbatch(plan) * p2p
-    stages = [passes + sends for passes in stage_passes_s(s.model, plan, s.ops, comm, placement, s.stack,
-                                                          s.finetune, prepared.memo)]
-    busiest = max(stages)
-    chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
-    pipeline = plan.microbatches * busiest + (sum(stages) - busiest) / chunks
-    return (pipeline + overheads + optimizer) * (1.0 - FLOOR_ROUNDING_MARGIN)
-
-
-def _pipeline_factor(plan: ParallelPlan) -> float:
-    """``m + (p - 1) / v``: the average stage's micro-batch times this is at most the pipeline's time."""
-    chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
-    return plan.microbatches + (plan.pipeline - 1) / chunks
 
 
 def estimate(prepared: Prepared, request: PlanRequest,

@@ -104,21 +104,43 @@ def _frozen_base_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, ft:
     return adapters + dequant, 2.0 * adapters + dequant
 
 
-def _projection_gemms_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel) -> float:
-    """One layer's projections (column-parallel QKV and FFN-in, row-parallel output and FFN-out), forward."""
+def _projection_gemms(model: ModelSpec, plan: ParallelPlan) -> list[tuple[float, float, float, float]]:
+    """One layer's projections (column-parallel QKV and FFN-in, row-parallel output and FFN-out), forward, on
+    one GPU: (m, n, k, count) of each GEMM."""
     h, t, f = model.hidden, plan.tensor, model.ffn_hidden
     tokens = plan.microbatch * plan.seq_len
-    gemm = ops.matmul_s(tokens, (h + 2 * model.kv_dim) / t, h) + ops.matmul_s(tokens, h, h / t)
+    gemms = [(tokens, (h + 2 * model.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0)]
     ffn_in_width = (model.ffn_matrices - 1) * f / t
     if model.is_moe:
         local_experts = model.experts / plan.expert
         tokens_per_expert = tokens * model.top_k * plan.expert / model.experts
-        gemm += ops.matmul_s(tokens, model.experts, h)                                   # router
-        gemm += ops.matmul_s(tokens_per_expert, ffn_in_width, h, count=local_experts)
-        gemm += ops.matmul_s(tokens_per_expert, h, f / t, count=local_experts)
+        gemms += [(tokens, model.experts, h, 1.0),                                     # router
+                  (tokens_per_expert, ffn_in_width, h, local_experts),
+                  (tokens_per_expert, h, f / t, local_experts)]
     else:
-        gemm += ops.matmul_s(tokens, ffn_in_width, h) + ops.matmul_s(tokens, h, f / t)
-    return gemm
+        gemms += [(tokens, ffn_in_width, h, 1.0), (tokens, h, f / t, 1.0)]
+    return gemms
+
+
+def _projection_gemms_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel) -> float:
+    """One layer's projection GEMMs, forward, on one GPU (``_projection_gemms``), summed as attention's two,
+    then the FFN's (a dense FFN's two together)."""
+    seconds = [ops.matmul_s(m, n, k, count) for m, n, k, count in _projection_gemms(model, plan)]
+    if model.is_moe:
+        return sum(seconds)
+    return (seconds[0] + seconds[1]) + (seconds[2] + seconds[3])
+
+
+# A plan of one token on one GPU, unsplit: what ``projection_flops_per_token`` counts the GEMMs of.
+_ONE_TOKEN = ParallelPlan(tensor=1, pipeline=1, data=1, expert=1, microbatch=1, virtual_stages=1, schedule="1f1b",
+                          sequence_parallel=False, recompute="none", zero=0, overlap_grad_reduce=False,
+                          overlap_param_gather=False, global_batch=1, seq_len=1)
+
+
+def projection_flops_per_token(model: ModelSpec) -> float:
+    """The FLOPs (2·m·n·k each) of one layer's projection GEMMs for one token, forward: what every split of the
+    layer's GEMMs over tensor-parallel and expert-parallel ranks adds up to."""
+    return sum(2.0 * m * n * k * count for m, n, k, count in _projection_gemms(model, _ONE_TOKEN))
 
 
 def _attention_core_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel) -> tuple[float, float]:

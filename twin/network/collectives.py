@@ -37,7 +37,8 @@ from twin.hardware.cabling import NetworkCables, network_cables
 from twin.hardware.peaks import peak_rows
 from twin.hardware.specs import ClusterSpec
 from twin.network import algorithms as alg
-from twin.network.fabric import TIERS, Fabric, cluster_fabric
+from twin.network.fabric import TIERS, Fabric
+from twin.network.fabric_cache import cluster_fabric, node_fabric
 from twin.network.flows import max_min_rates
 from twin.network.records import Cables, FabricSummary, GroupSummary, su_rows
 from twin.network.symmetry import INSIDE, NODE_RATES, cluster_node_kind, inside_key, node_key, one_node
@@ -153,19 +154,21 @@ class CommModel:
 
     def _route_and_share(self, phase: alg.Phase) -> tuple[float, str]:
         """Route every flow of a phase, share the links max-min fairly: (slowest coflow's rate, reach); a
-        phase inside nodes on one node, answered once per kind of node (``network/symmetry.py``)."""
-        fab = self.fabric
-        inside = one_node(phase, fab.gpus_per_node)
-        key = node_key(inside, fab.gpus_per_node, fab.node_kind) if inside is not phase else None
+        phase inside nodes on one node, answered once per kind of node (``network/symmetry.py``) and routed on
+        a fabric of that node alone (``fabric_cache.node_fabric``), not the cluster's."""
+        kind = self.node_kind
+        gpn = self.cluster.node.gpus if kind is not None else self.fabric.gpus_per_node
+        inside = one_node(phase, gpn)
+        key = node_key(inside, gpn, kind) if inside is not phase else None
         found = NODE_RATES.get(key) if key is not None else None
         if found is None:
-            found = self._routed_and_shared(inside)
+            fab = self.fabric if key is None else node_fabric(self.cluster, self.efficiency)
+            found = self._routed_and_shared(inside, fab)
             if key is not None:
                 NODE_RATES[key] = found
         return found
 
-    def _routed_and_shared(self, phase: alg.Phase) -> tuple[float, str]:
-        fab = self.fabric
+    def _routed_and_shared(self, phase: alg.Phase, fab: Fabric) -> tuple[float, str]:
         flow, link = fab.route_many(phase.src, phase.dst)
         co = phase.coflow[flow]
         load = phase.weight[flow]

@@ -14,8 +14,9 @@ generator ``python -m twin plan`` uses (``plans.plan_choices``, ``twin.studies.s
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from twin import collector
@@ -23,6 +24,7 @@ from twin.api import (
     Prepared,
     Scenario,
     catalog_names,
+    gemm_floor_s,
     plan_memory,
     plan_passes_floor_s,
     plan_step_floor_s,
@@ -129,29 +131,67 @@ def _answered(scenario: Scenario, pruned: _Pruned, prepared: Prepared) -> FitRow
                   pruned.tried, len(pruned.kept), pruned.least_bytes, pruned.capacity_bytes)
 
 
+@dataclass
+class _Plans:
+    """The plans of one model, method and GPU count (``plan_choices``) and what is known of each: its
+    ``_sized`` entry, once sized (None: it does not split), and the list of every entry that splits, once all are."""
+    choices: list[PlanChoice]
+    sized: dict = field(default_factory=dict)
+    every: list[tuple] | None = None
+
+
 def _sized_plans(prepared: Prepared, gpus: int, memo: dict) -> list[tuple]:
     """(choice, request, its ``plan_memory``, its plan's ``_but_zero``) of every plan of the prepared model on
-    ``gpus`` GPUs of the prepared cluster that splits (``plan_choices``), kept in ``memo`` by what they depend on:
-    not the node type (memory per GPU is the plan's, only the capacity is the node's), so plans are sized once
-    for every node type alike."""
+    ``gpus`` GPUs of the prepared cluster that splits (``plan_choices``), in their order."""
+    plans = _plans(prepared, gpus, memo)
+    if plans.every is None:
+        plans.every = [entry for entry in (_sized(prepared, choice, plans, memo) for choice in plans.choices)
+                       if entry is not None]
+    return plans.every
+
+
+def _fits(prepared: Prepared, gpus: int, memo: dict) -> bool:
+    """Whether a plan of ``_sized_plans`` fits the GPU's memory, sizing first the plans that split the most
+    (the reverse of their order: most tensor and pipeline ranks, most recomputation, highest ZeRO stage),
+    which need least memory, up to the first that fits."""
+    capacity = prepared.cluster.node.gpu.memory_bytes
+    plans = _plans(prepared, gpus, memo)
+    for choice in reversed(plans.choices):
+        entry = _sized(prepared, choice, plans, memo)
+        if entry is not None and entry[2][1].required_bytes <= capacity:
+            return True
+    return False
+
+
+def _plans(prepared: Prepared, gpus: int, memo: dict) -> _Plans:
+    """The ``_Plans`` of the prepared model on ``gpus`` GPUs, kept in ``memo`` by what they depend on: not the
+    node type (memory per GPU is the plan's, only the capacity is the node's), so plans are sized once for
+    every node type alike."""
     cluster, model = prepared.cluster, prepared.model
     levels = recompute_levels(prepared.scenario.training.attention)
     key = (model, prepared.section.finetune, prepared.request, gpus, cluster.work_gpus, cluster.node.gpus, levels)
     found = memo.get(key)
-    if found is not None:
-        return found
-    found = memo[key] = []
-    requests = memo.setdefault(("requests", prepared.request), {})      # each choice's request, once per fit
-    for choice in plan_choices(model, gpus, cluster.node.gpus, levels):
-        request = requests.get(choice)
-        if request is None:
-            request = requests[choice] = choice.request(prepared.request)
-        try:
-            planned = plan_memory(prepared, request)
-            found.append((choice, request, planned, _but_zero(planned[0])))
-        except InfeasibleError:
-            continue
+    if found is None:
+        found = memo[key] = _Plans(list(plan_choices(model, gpus, cluster.node.gpus, levels)))
     return found
+
+
+def _sized(prepared: Prepared, choice: PlanChoice, plans: _Plans, memo: dict) -> tuple | None:
+    """``choice``'s entry of ``_sized_plans``, or None when it does not split; kept in ``plans``. Each choice's
+    request is made once per fit (kept in ``memo``)."""
+    if choice in plans.sized:
+        return plans.sized[choice]
+    requests = memo.setdefault(("requests", prepared.request), {})
+    request = requests.get(choice)
+    if request is None:
+        request = requests[choice] = choice.request(prepared.request)
+    try:
+        planned = plan_memory(prepared, request)
+        entry = (choice, request, planned, _but_zero(planned[0]))
+    except InfeasibleError:
+        entry = None
+    plans.sized[choice] = entry
+    return entry
 
 
 def _fastest(prepared: Prepared, plans: list[tuple], passes: list[float]) -> int:
@@ -186,8 +226,9 @@ def _cost(row: FitRow, country: str) -> tuple[bool, float]:
 
 def _by_fabric(options: list[FitOption]) -> list[int]:
     """The order ``options`` are searched in: at each GPU count the node types built alike (``topology.node_shape``)
-    one after the other, as their clusters share one fabric while it is cached (``network.fabric.cluster_fabric``);
-    otherwise as listed, so the methods of one cluster follow each other and share its collectives."""
+    one after the other, as their clusters share one fabric while it is cached
+    (``network.fabric_cache.cluster_fabric``); otherwise as listed, so the methods of one cluster follow each
+    other and share its collectives."""
     shapes: dict[tuple, int] = {}
     group = {name: shapes.setdefault(node_shape(node_spec(name)), len(shapes))
              for name in dict.fromkeys(option.node for option in options)}
@@ -218,45 +259,76 @@ def _halves(options: list[FitOption], order: list[int]) -> list[list[int]]:
     return [[i for i in order if options[i].gpus in part] for part in parts]
 
 
-def _searched(scenario: Scenario, options: list[FitOption], top: int | None,
-              indices: list[int]) -> tuple[list[tuple[int, FitRow]], list[int]]:
-    """(index, row) of the options ``indices``, searched in that order (each prepared from the last), and the
-    indices of the fitting options left unanswered: none when ``top`` is None, else those slower than the ``top``
-    best rows (``_ranked_first``)."""
-    out, pruned, last, sized = [], [], None, {}
+def _searched(scenario: Scenario, options: list[FitOption], indices: list[int]) -> list[tuple[int, FitRow]]:
+    """(index, row) of the options ``indices``, each answered, searched in that order (each prepared from the last)."""
+    out, last, sized = [], None, {}
     for i in indices:
         last = prepare(variant(scenario, options[i]), last)
-        option = _pruned(options[i], last, sized)
-        if top is None or not option.kept:
-            out.append((i, _answered(scenario, option, last)))
+        out.append((i, _answered(scenario, _pruned(options[i], last, sized), last)))
+    return out
+
+
+def _sifted(scenario: Scenario, options: list[FitOption],
+            indices: list[int]) -> tuple[list[tuple[int, FitRow]], list[tuple[float, int]]]:
+    """The options ``indices`` searched no further than their ranking needs, in that order (each prepared from the
+    last): (index, row) of those no plan fits (``_fits``), and (``gemm_floor_s``, index) of the others."""
+    rows, fitting, last, sized = [], [], None, {}
+    for i in indices:
+        option = options[i]
+        last = prepare(variant(scenario, option), last)
+        if _fits(last, option.gpus, sized):
+            fitting.append((gemm_floor_s(last, option.gpus), i))
         else:
-            pruned.append((i, option))
-    if top is None:
-        return out, []
-    first, left = _ranked_first(scenario, pruned, top)
-    return out + first, left
+            rows.append((i, _answered(scenario, _pruned(option, last, sized), last)))
+    return rows, fitting
 
 
-def _ranked_first(scenario: Scenario, pruned: list[tuple[int, _Pruned]],
+def _dealt(options: list[FitOption], fitting: list[tuple[float, int]]) -> list[list[tuple[float, int]]]:
+    """``fitting`` (``_sifted``'s) in two parts to be ranked on two cores (``_ranked_first`` each): every other
+    cluster (node type and GPU count) from the lowest ``gemm_floor_s`` up, a cluster's options together (they
+    share its fabric). Each part's ``top`` best rows are then about as fast as the whole fit's, so neither
+    answers much beyond its share; together they answer every option the whole fit's ranking would."""
+    clusters: dict[tuple, list] = {}
+    for floor, i in sorted(fitting):
+        clusters.setdefault((options[i].node, options[i].gpus), []).append((floor, i))
+    parts: list[list[tuple[float, int]]] = [[], []]
+    for k, members in enumerate(clusters.values()):
+        parts[k % 2] += members
+    return parts
+
+
+def _ranked_first(scenario: Scenario, options: list[FitOption], fitting: list[tuple[float, int]], order: list[int],
                   top: int) -> tuple[list[tuple[int, FitRow]], list[int]]:
-    """The fitting options that may show among the ``top`` best rows, answered, and the indices of the others.
+    """The fitting options (``fitting``: ``_sifted``'s) that may show among the ``top`` best rows, answered, and
+    the indices of the others.
 
-    Options are answered in the order of their floors (``_Pruned.floor_s``). The table merges only rows of one
-    node type and GPU count with exactly the same time to train (``report/fit.py``), so once ``top`` such
+    Options are answered in the order of their floors (``_Pruned.floor_s``), found lazily: a heap holds each
+    option first by its ``gemm_floor_s``, known before its plans are sized, and once it comes first, sized, pruned
+    and floored (``_pruned``), by its ``floor_s``, which is never lower. The table merges only rows of one node
+    type and GPU count with exactly the same time to train (``report/fit.py``), so once ``top`` such
     (node, GPUs, time) are answered, the ``top``-th best row is no slower than the ``top``-th of their times; an
     option whose floor is above it is slower than every row shown, so it neither shows nor merges into one,
-    and neither does any option after it."""
-    order = sorted(pruned, key=lambda item: item[1].floor_s)
-    out, bests, seen, last = [], [], set(), None
-    for k, (i, option) in enumerate(order):
-        if len(bests) >= top and option.floor_s > bests[top - 1]:
-            return out, [j for j, _ in order[k:]]
-        last = prepare(variant(scenario, option.option), last)
-        row = _answered(scenario, option, last)
+    and neither does any option after it. Ties go in ``order``."""
+    position = {i: k for k, i in enumerate(order)}
+    heap = [(floor, position[i], i, None) for floor, i in fitting]
+    heapq.heapify(heap)
+    out, bests, seen, last, sized = [], [], set(), None, {}
+    while heap:
+        floor, k, i, found = heapq.heappop(heap)
+        if len(bests) >= top and floor > bests[top - 1]:
+            return out, [i] + [entry[2] for entry in heap]
+        option = options[i]
+        if found is None:
+            last = prepare(variant(scenario, option), last)
+            pruned = _pruned(option, last, sized)
+            heapq.heappush(heap, (pruned.floor_s, k, i, (pruned, last)))
+            continue
+        pruned, prepared = found
+        row = _answered(scenario, pruned, prepared)
         out.append((i, row))
         time_s = row.result.time_to_train_s
-        if (option.option.node, option.option.gpus, time_s) not in seen:
-            seen.add((option.option.node, option.option.gpus, time_s))
+        if (option.node, option.gpus, time_s) not in seen:
+            seen.add((option.node, option.gpus, time_s))
             bisect.insort(bests, time_s)
     return out, []
 
@@ -270,13 +342,24 @@ def search(scenario: Scenario, options: list[FitOption], by: FitRanking = "time"
     if by not in FIT_RANKINGS:
         raise ScenarioError("--by", f"{by!r} is not allowed; allowed: {', '.join(FIT_RANKINGS)}")
     rows: list = [None] * len(options)
-    halves = _halves(options, _by_fabric(options))
+    order = _by_fabric(options)
+    halves = _halves(options, order)
     unranked: list[int] = []
-    for half, left in split_map(partial(_searched, scenario, options, top if by == "time" else None), halves,
-                                worth=all(halves)):
-        unranked += left
-        for i, row in half:
-            rows[i] = row
+    if by == "time" and top is not None:
+        found, fitting = [], []
+        for half_rows, half_fitting in split_map(partial(_sifted, scenario, options), halves, worth=all(halves)):
+            found += half_rows
+            fitting += half_fitting
+        parts = _dealt(options, fitting)
+        for first, left in split_map(partial(_ranked_first, scenario, options, order=order, top=top), parts,
+                                     worth=all(parts)):
+            found += first
+            unranked += left
+    else:
+        found = [pair for half in split_map(partial(_searched, scenario, options), halves, worth=all(halves))
+                 for pair in half]
+    for i, row in found:
+        rows[i] = row
     rows = [r for r in rows if r is not None]
     fits = [r for r in rows if r.result is not None]
     country = scenario.site.country
