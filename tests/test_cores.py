@@ -179,9 +179,9 @@ def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
     """)
 
 
-def test_the_plans_a_search_plays_in_full_come_back_in_order_from_two_balanced_parts():
-    """The refined plans and the scenario's own, split by their times to train over two cores: the same plans,
-    results and scenario plan as one process plays them in order."""
+def test_the_plans_a_search_plays_in_full_come_back_in_order_from_two_cores():
+    """The refined plans and the scenario's own, taken by two cores as each is free, the longest to train first:
+    the same plans, results and scenario plan as one process plays them in order."""
     _run("""
         import json
         import twin.studies.search as search
@@ -190,9 +190,45 @@ def test_the_plans_a_search_plays_in_full_come_back_in_order_from_two_balanced_p
         def record():
             return json.dumps(search.search_plans(data, "superpod", "time", top=3, refine=3).to_dict(), sort_keys=True)
         split = record()
-        search.split_map = lambda play, items, worth: [play(item) for item in items]
+        search.shared_map = lambda play, items, worth: [play(item) for item in items]
         assert split == record()
         assert json.loads(split)["scenario_plan"] is not None and len(json.loads(split)["plans"]) == 3
+    """)
+
+
+def test_shared_items_are_taken_by_whichever_core_is_free_and_come_back_in_order():
+    """``shared_map``: each item played once, by the parent or the child, the answers in the items' order; a long
+    first item leaves the other core to take the rest; a child that fails or dies costs only time; more items
+    than the queue holds are split in halves."""
+    _run("""
+        import os, time
+        from twin.cores import shared_map
+        parent = os.getpid()
+        def played(i):
+            if i == 0:
+                time.sleep(0.5)
+            return i * i, os.getpid()
+        got = shared_map(played, list(range(12)), True)
+        assert [square for square, _ in got] == [i * i for i in range(12)]
+        by_parent = [i for i, (_, pid) in enumerate(got) if pid == parent]
+        assert by_parent and len(by_parent) < 12        # both took items, and the one with the long item few
+        assert (0 in by_parent) != (len(by_parent) > 6)
+        assert {pid for _, pid in shared_map(played, list(range(1, 5)), False)} == {parent}
+        def fails_in_a_child(i):
+            if os.getpid() != parent:
+                raise RuntimeError("lost")
+            time.sleep(0.01)
+            return i
+        def dies_in_a_child(i):
+            if os.getpid() != parent:
+                os.kill(os.getpid(), 9)
+            time.sleep(0.01)
+            return i
+        assert shared_map(fails_in_a_child, list(range(8)), True) == list(range(8))
+        assert shared_map(dies_in_a_child, list(range(8)), True) == list(range(8))
+        many = shared_map(lambda i: (i, os.getpid() == parent), list(range(2000)), True)
+        assert [i for i, _ in many] == list(range(2000))
+        assert [mine for _, mine in many] == [True] * 1000 + [False] * 1000
     """)
 
 

@@ -4,8 +4,9 @@ The failure Monte Carlo plays each sample from its own seed, and a fit searches 
 own, so the items of either list are independent and their order is fixed by their index. When the work is
 large (the 16,384-GPU scenario plays about 75,000 failures over its hundred samples), the process forks once:
 the child works out the second half of the list and sends it back through a pipe, the parent the first half
-meanwhile. The list comes back in its order, each item the one a single process gives, so every number is the
-same.
+meanwhile (``split_map``). Items of unequal and uncertain work, as the plans a search plays in full, are taken
+one at a time by whichever process is free instead (``shared_map``). The list comes back in its order, each
+item the one a single process gives, so every number is the same.
 
 The fork is taken only where it is safe and pays:
 
@@ -105,6 +106,65 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
     if status != 0 or not sent:
         return mine + [play(item) for item in items[half:]]
     return mine + pickle.loads(sent)
+
+
+# Bytes of one item's index in the queue of ``shared_map``: reads of this size from a pipe are whole.
+_INDEX_BYTES = 4
+# The most the queue holds: a write of up to PIPE_BUF bytes (4,096 on Linux, POSIX's least 512) to an empty
+# pipe goes in whole and at once (pipe(7)).
+_QUEUE_BYTES = 4096
+
+
+def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool) -> list[Result]:
+    """``[play(item) for item in items]``, the items taken in their order by whichever of this process and a
+    forked child is free, when ``worth`` and ``can_split()``: items of unequal and uncertain work (put the
+    heaviest first) end about together. Their indices wait in a pipe both processes read, one whole index a
+    read (Linux copies a pipe read under the pipe's lock), so each item is played once; the child sends its
+    answers back by index, and any it did not send the parent plays. The same list either way, as long as
+    ``play`` depends on its item alone. More items than the queue holds are split in halves (``split_map``)."""
+    if len(items) * _INDEX_BYTES > _QUEUE_BYTES:
+        return split_map(play, items, worth)
+    if not worth or len(items) < 2 or not can_split():
+        return [play(item) for item in items]
+    queue_fd, fill_fd = os.pipe()
+    os.write(fill_fd, b"".join(i.to_bytes(_INDEX_BYTES, "little") for i in range(len(items))))
+    os.close(fill_fd)                              # once read to its end, the queue reads as empty
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:                                   # the child: the items it takes, pickled into the pipe, then gone
+        global _may_split
+        _may_split, code = False, 1
+        try:
+            die_with_parent(parent)
+            os.close(read_fd)
+            taken = _taken(play, items, queue_fd)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(pickle.dumps(taken, pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    pipe = os.fdopen(read_fd, "rb")
+    try:
+        done = _taken(play, items, queue_fd)
+        sent = pipe.read()
+    finally:                                       # on an error here the child meets a closed pipe and ends
+        pipe.close()
+        os.close(queue_fd)
+        _, status = os.waitpid(pid, 0)
+    if status == 0 and sent:
+        done.update(pickle.loads(sent))
+    return [done[i] if i in done else play(item) for i, item in enumerate(items)]
+
+
+def _taken(play: Callable[[Item], Result], items: Sequence[Item], queue_fd: int) -> dict[int, Result]:
+    """The answers to the items this process takes from the queue of ``shared_map``, by index, until it is empty."""
+    out = {}
+    while len(index := os.read(queue_fd, _INDEX_BYTES)) == _INDEX_BYTES:
+        i = int.from_bytes(index, "little")
+        out[i] = play(items[i])
+    return out
 
 
 def balanced_halves(work: Sequence[float]) -> list[list[int]]:

@@ -16,8 +16,8 @@ Each plan is checked (``InfeasibleError``: it cannot split), its memory per GPU 
 (closed form, cheap) and dropped when it does not fit; the rest are timed in closed form
 (``twin.api.estimate``) on one prepared scenario, so no scenario is validated per plan.
 Plans that break a constraint are rejected. The best ``refine`` are then played in full,
-SimPy step and failure Monte Carlo (``twin.api.simulate``), with the scenario's own plan, in two
-parts of about equal work, one in a forked child on a second core where one is free
+SimPy step and failure Monte Carlo (``twin.api.simulate``), with the scenario's own plan, on two
+cores where a second is free, each taking the next plan, the longest to train first
 (``twin/cores.py``), and ranked again. The search
 is exhaustive when every plan of the space was evaluated or pruned.
 """
@@ -34,7 +34,7 @@ from itertools import chain
 from typing import Any
 
 from twin import collector
-from twin.cores import balanced_halves, split_map
+from twin.cores import shared_map, split_map
 from twin.api import (
     Prepared,
     Scenario,
@@ -334,9 +334,9 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
 def _played_all(data: dict[str, Any], source: str,
                 chosen: list[RankedPlan]) -> tuple[list[RankedPlan], RankedPlan | None, Prepared | None]:
     """The ``chosen`` plans and the scenario's own plan played in full (the SimPy step and, when the scenario
-    enables them, failures), in two parts of about equal work on two cores (``cores.balanced_halves``): a
-    plan's failure Monte Carlo grows with its time to train. (The plans played, in order; the scenario's own,
-    None when it cannot run; the scenario prepared.)"""
+    enables them, failures), on two cores, each core taking the next plan when it is free, the longest to
+    train first (``cores.shared_map``): a plan's failure Monte Carlo grows with its time to train. (The plans
+    played, in order; the scenario's own, None when it cannot run; the scenario prepared.)"""
     try:
         scenario = parse_scenario(data, source)
         prepared = prepare(scenario)
@@ -347,18 +347,15 @@ def _played_all(data: dict[str, Any], source: str,
     if own is not None:
         plays.append(partial(_played_as_written, scenario, own))
     seconds = [p.estimate.time_to_train_s for p in chosen] + ([own.estimate.time_to_train_s] if own else [])
-    longest = max(filter(math.isfinite, seconds), default=1.0)
-    parts = balanced_halves([s if math.isfinite(s) else longest for s in seconds])
+    longest_first = sorted(range(len(plays)), key=lambda i: (-seconds[i] if math.isfinite(seconds[i]) else 0.0, i))
     done: list[Any] = [None] * len(plays)
-    for part, results in zip(parts, split_map(_each, [[plays[i] for i in part] for part in parts],
-                                              worth=len(plays) > 1)):
-        for i, result in zip(part, results):
-            done[i] = result
+    for i, result in zip(longest_first, shared_map(_play, [plays[i] for i in longest_first], worth=len(plays) > 1)):
+        done[i] = result
     return done[:len(chosen)], (done[-1] if own is not None else None), prepared
 
 
-def _each(plays: list[Callable[[], RankedPlan]]) -> list[RankedPlan]:
-    return [play() for play in plays]
+def _play(play: Callable[[], RankedPlan]) -> RankedPlan:
+    return play()
 
 
 def _played(data: dict[str, Any], source: str, plan: RankedPlan) -> RankedPlan:
