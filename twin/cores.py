@@ -32,7 +32,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from twin.ticker import THREAD_NAME
 
@@ -81,31 +81,9 @@ def split_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool
     if not worth or len(items) < 2 or not can_split():
         return [play(item) for item in items]
     half = len(items) // 2
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:                                   # the child: its half, pickled into the pipe, then gone
-        global _may_split
-        _may_split, code = False, 1
-        try:
-            die_with_parent(parent)
-            os.close(read_fd)
-            with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(pickle.dumps([play(item) for item in items[half:]], pickle.HIGHEST_PROTOCOL))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    pipe = os.fdopen(read_fd, "rb")
-    try:
-        mine = [play(item) for item in items[:half]]
-        sent = pipe.read()
-    finally:                                       # on an error here the child meets a closed pipe and ends
-        pipe.close()
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not sent:
-        return mine + [play(item) for item in items[half:]]
-    return mine + pickle.loads(sent)
+    mine, theirs = _forked(lambda: [play(item) for item in items[:half]],
+                           lambda: [play(item) for item in items[half:]])
+    return mine + (theirs if theirs is not None else [play(item) for item in items[half:]])
 
 
 # Bytes of one item's index in the queue of ``shared_map``: reads of this size from a pipe are whole.
@@ -129,32 +107,11 @@ def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: boo
     queue_fd, fill_fd = os.pipe()
     os.write(fill_fd, b"".join(i.to_bytes(_INDEX_BYTES, "little") for i in range(len(items))))
     os.close(fill_fd)                              # once read to its end, the queue reads as empty
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:                                   # the child: the items it takes, pickled into the pipe, then gone
-        global _may_split
-        _may_split, code = False, 1
-        try:
-            die_with_parent(parent)
-            os.close(read_fd)
-            taken = _taken(play, items, queue_fd)
-            with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(pickle.dumps(taken, pickle.HIGHEST_PROTOCOL))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    pipe = os.fdopen(read_fd, "rb")
     try:
-        done = _taken(play, items, queue_fd)
-        sent = pipe.read()
-    finally:                                       # on an error here the child meets a closed pipe and ends
-        pipe.close()
+        done, theirs = _forked(lambda: _taken(play, items, queue_fd), lambda: _taken(play, items, queue_fd))
+    finally:
         os.close(queue_fd)
-        _, status = os.waitpid(pid, 0)
-    if status == 0 and sent:
-        done.update(pickle.loads(sent))
+    done.update(theirs or {})
     return [done[i] if i in done else play(item) for i, item in enumerate(items)]
 
 
@@ -165,6 +122,34 @@ def _taken(play: Callable[[Item], Result], items: Sequence[Item], queue_fd: int)
         i = int.from_bytes(index, "little")
         out[i] = play(items[i])
     return out
+
+
+def _forked(mine: Callable[[], Result], theirs: Callable[[], Any]) -> tuple[Result, Any]:
+    """``mine()`` here while a forked child works out ``theirs()`` and sends it back pickled through a pipe:
+    (mine's answer, theirs, or None when the child failed, died or sent nothing)."""
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:                                   # the child: its answer, pickled into the pipe, then gone
+        global _may_split
+        _may_split, code = False, 1
+        try:
+            die_with_parent(parent)
+            os.close(read_fd)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(pickle.dumps(theirs(), pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    pipe = os.fdopen(read_fd, "rb")
+    try:
+        here = mine()
+        sent = pipe.read()
+    finally:                                       # on an error here the child meets a closed pipe and ends
+        pipe.close()
+        _, status = os.waitpid(pid, 0)
+    return here, (pickle.loads(sent) if status == 0 and sent else None)
 
 
 def balanced_halves(work: Sequence[float]) -> list[list[int]]:
