@@ -175,8 +175,8 @@ class CommModel:
         if phase.intra_scale != 1.0 and len(link):
             load = np.where(fab.tier[link] <= TIERS.index("pcie"), load * phase.intra_scale, load)
         rates = max_min_rates(co, link, load, fab.capacity_Bps, phase.coflows)
-        tiers = set(fab.tier[link].tolist())      # a set, not np.unique: that loads numpy.ma on first use
-        reach = max((_TIER_NAMES.get(int(t), "none") for t in tiers), key=_REACH_ORDER.index, default="none")
+        tiers = np.flatnonzero(np.bincount(fab.tier[link], minlength=len(TIERS))).tolist()   # the tiers crossed
+        reach = max((_TIER_NAMES.get(t, "none") for t in tiers), key=_REACH_ORDER.index, default="none")
         return float(rates.min()), reach
 
     def _phases(self, op: str, group: GroupShape, algorithm: str) -> list[PhaseRate] | None:
