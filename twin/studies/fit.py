@@ -9,6 +9,10 @@ every GPU used; ZeRO stages; recomputation) are pruned by divisibility and memor
 under ZeRO-2, than another fitting plan of the same shape); the fastest of the rest in closed form is
 answered in full, and the options are ranked by time to train or by cost. The plans are drawn from the
 generator ``python -m twin plan`` uses (``plans.plan_choices``, ``twin.studies.search``).
+
+Asked for its ``top`` rows by time (the table), a fit asks each option only whether a plan fits and its
+floor from its GEMMs (``_sifted``), then sizes, prunes and answers options from the lowest floor up until
+none left can show among those rows (``_ranked_first``).
 """
 
 from __future__ import annotations
@@ -242,7 +246,7 @@ NODES_PER_DOUBLING = 150
 
 
 def _halves(options: list[FitOption], order: list[int]) -> list[list[int]]:
-    """``order`` in two parts of about equal work, each in its order, to be searched on two cores
+    """``order`` in two parts of about equal work, each in its order, to be searched (or sifted) on two cores
     (``twin/cores.py``): the options of one GPU count stay together (they share sized plans, and their node
     types built alike one fabric), the counts dealt heaviest first to the lighter part. An option's work grows
     about as the logarithm of its GPU count (the SuperPOD's fit: 4.4 ms an option at 1 GPU, 17 ms at 512), and
