@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from twin.report.fit import fit_table, memory_cell, merge_rows
+from twin.report.fit import fit_table, memory_cell, merged_rows
 
 GIB = 2**30
 
@@ -40,8 +40,9 @@ def test_identical_rows_merge_on_method_or_base_only():
     rows = [["n", "8", "LoRA", "nf4", "p", "m", "1 h"], ["n", "8", "QLoRA", "nf4", "p", "m", "1 h"],
             ["n", "8", "LoRA", "fp8", "p", "m2", "2 h"], ["n", "8", "LoRA", "int8", "p", "m2", "2 h"],
             ["n", "8", "QLoRA", "int8", "p", "m3", "2 h"]]
-    merged = merge_rows(rows)
+    merged, sizes = merged_rows(rows)
     assert [r[2:4] for r in merged] == [["LoRA / QLoRA", "nf4"], ["LoRA", "fp8 / int8"], ["QLoRA", "int8"]]
+    assert sizes == [2, 2, 1]
 
 
 def test_ten_best_by_default_and_all_with_top_zero():

@@ -85,5 +85,5 @@ def node_fabric(cluster: ClusterSpec, efficiency: Efficiency) -> Fabric:
 
 @lru_cache(maxsize=16)      # a node's graph is small
 def _node_fabric(graph_key: tuple, node_kind: tuple, efficiency: Efficiency) -> Fabric:
-    with collector.paused():
+    with collector.paused():           # its graph built apart: ``_cached_graph``'s few places are the clusters'
         return Fabric(_cached_graph.__wrapped__(*graph_key), efficiency, node_kind)

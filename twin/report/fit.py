@@ -54,13 +54,9 @@ def _row(o: dict[str, Any], countries: list[str]) -> list[str]:
             + [fmt_money_eur(cost.get(c)) + (mark if c in cost else "") for c in countries])
 
 
-def merge_rows(rows: list[list[str]]) -> list[list[str]]:
-    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order."""
-    return merged_rows(rows)[0]
-
-
 def merged_rows(rows: list[list[str]]) -> tuple[list[list[str]], list[int]]:
-    """``merge_rows``, with how many rows each merged row holds.
+    """Rows equal in every cell but the method (or every cell but the base) as one row naming both, in rank order,
+    and how many rows each merged row holds.
 
     A row joins the first row kept before it that it equals, or equals but for the method or but for the base
     (naming both there); otherwise it is kept. Kept rows are looked up by their cells without the method and

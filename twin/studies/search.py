@@ -349,13 +349,10 @@ def _played_all(data: dict[str, Any], source: str,
     seconds = [p.estimate.time_to_train_s for p in chosen] + ([own.estimate.time_to_train_s] if own else [])
     longest_first = sorted(range(len(plays)), key=lambda i: (-seconds[i] if math.isfinite(seconds[i]) else 0.0, i))
     done: list[Any] = [None] * len(plays)
-    for i, result in zip(longest_first, shared_map(_play, [plays[i] for i in longest_first], worth=len(plays) > 1)):
+    played = shared_map(lambda play: play(), [plays[i] for i in longest_first], worth=len(plays) > 1)
+    for i, result in zip(longest_first, played):
         done[i] = result
     return done[:len(chosen)], (done[-1] if own is not None else None), prepared
-
-
-def _play(play: Callable[[], RankedPlan]) -> RankedPlan:
-    return play()
 
 
 def _played(data: dict[str, Any], source: str, plan: RankedPlan) -> RankedPlan:
