@@ -289,12 +289,17 @@ def _sifted(scenario: Scenario, options: list[FitOption],
 
 def _dealt(options: list[FitOption], fitting: list[tuple[float, int]]) -> list[list[tuple[float, int]]]:
     """``fitting`` (``_sifted``'s) in two parts to be ranked on two cores (``_ranked_first`` each): every other
-    cluster (node type and GPU count) from the lowest ``gemm_floor_s`` up, a cluster's options together (they
-    share its fabric). Each part's ``top`` best rows are then about as fast as the whole fit's, so neither
-    answers much beyond its share; together they answer every option the whole fit's ranking would."""
+    fabric from the lowest ``gemm_floor_s`` up, the options of one fabric together: those of node types built
+    alike (``topology.node_shape``) on as many nodes, whose clusters share a graph and its compiled links
+    (``network/fabric_cache.py``; the 405B fit's 2,048-node DGX H100 and H200 clusters, 0.4 s each). Each part's
+    ``top`` best rows are then about as fast as the whole fit's, so neither answers much beyond its share;
+    together they answer every option the whole fit's ranking would."""
     clusters: dict[tuple, list] = {}
+    shapes: dict[str, tuple] = {}
     for floor, i in sorted(fitting):
-        clusters.setdefault((options[i].node, options[i].gpus), []).append((floor, i))
+        o = options[i]
+        shape = shapes.get(o.node) or shapes.setdefault(o.node, node_shape(node_spec(o.node)))
+        clusters.setdefault((shape, o.nodes), []).append((floor, i))
     parts: list[list[tuple[float, int]]] = [[], []]
     for k, members in enumerate(clusters.values()):
         parts[k % 2] += members
