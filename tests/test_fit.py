@@ -164,6 +164,24 @@ def test_a_fit_asked_for_its_best_rows_times_only_what_may_show_among_them():
     assert len(_shown(full, 0)) > 40                                                 # a fit worth pruning
 
 
+def test_a_fits_two_parts_keep_the_options_of_one_fabric_together():
+    """Node types built alike (DGX H100 and H200) on as many nodes share one fabric: their options go to one part,
+    so that only one process builds it; every option goes to exactly one part."""
+    from twin.studies.fit import _dealt
+
+    options = [FitOption(node, gpus, gpus // 8, method, "bf16") for node in ("dgx-h100", "dgx-h200", "dgx-b200")
+               for gpus in (8, 64, 512) for method in ("full", "lora")]
+    fitting = [(float(k % 7), k) for k in range(len(options))]
+    parts = _dealt(options, fitting)
+    assert sorted(parts[0] + parts[1]) == sorted(fitting)
+    part_of = {i: p for p, part in enumerate(parts) for _, i in part}
+    for i, a in enumerate(options):
+        for j, b in enumerate(options):
+            if a.nodes == b.nodes and {a.node, b.node} <= {"dgx-h100", "dgx-h200"}:
+                assert part_of[i] == part_of[j]
+    assert parts[0] and parts[1]
+
+
 @pytest.mark.parametrize("model", ["llama2-70b", "mixtral-8x7b"])
 def test_an_options_floors_are_below_its_time_to_train(model):
     """An option's floors bound what its best plan takes, for every option that fits: full fine-tuning, LoRA and
