@@ -49,7 +49,7 @@ class Fabric:
         self.gpus_per_node = int(graph.graph["gpus_per_node"])
         self.rails = int(graph.graph["rails"])
         self.nodes = int(graph.graph["nodes"])
-        self._id: dict[tuple, int] = {}
+        self._id: dict[tuple, int] = {}            # (u, v) → directed link id, for links a route names by ends
         self._leaf: dict[tuple, tuple] = {}           # NIC → its leaf, for NICs still cabled
         # Switch tiers as pools (adaptive routing spreads a leaf's traffic evenly over its
         # up-links): the up and down bandwidth of every leaf, and of every pod's spines.
@@ -57,18 +57,23 @@ class Fabric:
         self._pod: dict[tuple, int | None] = {}
         line_Bps, tiers, through_switch, uplinks = self._number_links(graph)
         capacity = np.repeat(np.array(line_Bps, dtype=float) * _link_scale(tiers, through_switch, efficiency), 2)
-        pools: dict[tuple, list[float]] = {}
+        owned: dict[object, list[float]] = {}          # pool owner → [capacity, tier index], up and down alike
         nodes = graph.nodes
         link_capacity = capacity[::2].tolist()
+        switches: dict[tuple, tuple] = {}              # switch → (its tier, its pod), read once each
         for e, u, v, t in uplinks:
-            low, high = (u, v) if nodes[u]["tier"] < nodes[v]["tier"] else (v, u)
+            tier_u = switches.get(u) or switches.setdefault(u, (nodes[u]["tier"], nodes[u].get("pod")))
+            tier_v = switches.get(v) or switches.setdefault(v, (nodes[v]["tier"], nodes[v].get("pod")))
+            (low, low_tier), (high, high_tier) = (u, tier_u), (v, tier_v)
+            if tier_v[0] < tier_u[0]:
+                (low, low_tier), (high, high_tier) = (v, tier_v), (u, tier_u)
             if t == "leaf-spine":
                 owner = low
-                self._pod[low] = nodes[high].get("pod")
+                self._pod[low] = high_tier[1]
             else:
-                owner = nodes[low].get("pod")
-            for direction in ("up", "down"):
-                pools.setdefault((owner, direction), [0.0, _TIER_INDEX[t]])[0] += link_capacity[e]
+                owner = low_tier[1]
+            owned.setdefault(owner, [0.0, _TIER_INDEX[t]])[0] += link_capacity[e]
+        pools = {(owner, direction): sums for owner, sums in owned.items() for direction in ("up", "down")}
         self._first_pool = len(capacity)
         self._pool.update(zip(pools, range(len(capacity), len(capacity) + len(pools))))
         pool_capacity, pool_tier = [cap for cap, _ in pools.values()], [index for _, index in pools.values()]
@@ -80,6 +85,7 @@ class Fabric:
         self._nic: dict[tuple, tuple] = {}
         self._ends: dict[tuple, tuple] = {}
         self._edge_arrays: dict[tuple, np.ndarray] = {}
+        self._vertices: dict[tuple, list[tuple]] = {}   # a node's vertex → it in every node (``_in_every_node``)
         self._tables: dict[str, tuple] = {}           # "ends" (``_rank_ends``), "leaf pools" (``_leaf_arrays``)
         # Results derived from this fabric alone (collective phases and their rates, keyed by
         # the groups' members), filled by network.collectives and shared by its CommModels.
@@ -88,7 +94,9 @@ class Fabric:
     def _number_links(self, graph: nx.Graph) -> tuple[list[float], np.ndarray, list[int], list[tuple]]:
         """Number the graph's links in its order (link ``e`` is ids ``2e`` as listed and ``2e + 1`` reversed) and
         find each NIC's leaf: (each link's line rate, its tier's index in ``TIERS``, the links through a PCIe
-        switch, the (link, u, v, tier) of the switch tiers). The order is ``graph.edges()``'s, read from the
+        switch, the (link, u, v, tier) of the switch tiers). Links are found by their ends (``_id``) where a route
+        names them (inside nodes, NIC to leaf, storage); the switch tiers' links, most of a large fabric's, are
+        crossed as pools (``route``) and left out of it. The order is ``graph.edges()``'s, read from the
         adjacency: the edge view would hold the graph in a reference cycle only the cyclic collector frees
         (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
         ids, leaf_of = self._id, self._leaf
@@ -99,11 +107,15 @@ class Fabric:
             for v, data in around.items():
                 if v in listed:
                     continue
-                ids[u, v] = 2 * e
-                ids[v, u] = 2 * e + 1
                 t = data["tier"]
                 line_Bps.append(data["capacity_Bps"])
                 tiers.append(_TIER_INDEX[t])
+                if t == "leaf-spine" or t == "spine-core":     # crossed as pools, never named by their ends
+                    uplinks.append((e, u, v, t))
+                    e += 1
+                    continue
+                ids[u, v] = 2 * e
+                ids[v, u] = 2 * e + 1
                 if t == "nic":
                     if u[0] == "nic":
                         leaf_of[u] = v
@@ -112,8 +124,6 @@ class Fabric:
                 elif t == "pcie":
                     if u[0] == "pcie" or v[0] == "pcie":
                         through_switch.append(e)
-                elif t == "leaf-spine" or t == "spine-core":
-                    uplinks.append((e, u, v, t))
                 e += 1
             listed.add(u)
         return line_Bps, np.array(tiers, dtype=np.int8), through_switch, uplinks
@@ -255,10 +265,18 @@ class Fabric:
         arr = self._edge_arrays.get(key)
         if arr is None:
             ids = self._id
-            arr = np.array([ids.get(((u[0], n) + u[1:], (v[0], n) + v[1:]), -1) for n in range(self.nodes)],
+            arr = np.array([ids.get(pair, -1) for pair in zip(self._in_every_node(u), self._in_every_node(v))],
                            dtype=np.int64)
             self._edge_arrays[key] = arr
         return arr
+
+    def _in_every_node(self, local: tuple) -> list[tuple]:
+        """The vertex ``local`` (without its node) of every node, in node order; kept for the edges it ends."""
+        found = self._vertices.get(local)
+        if found is None:
+            kind, rest = local[0], local[1:]
+            found = self._vertices[local] = [(kind, n) + rest for n in range(self.nodes)]
+        return found
 
     def _rank_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For every GPU: links up to its leaf and down from it (padded with -1), and its leaf index."""
