@@ -194,6 +194,12 @@ def test_the_carbon_aware_policy_holds_deferrable_jobs_for_cleaner_hours():
 # Bad input
 
 
+CHAT = {"model": "llama3-8b", "precision": "fp8", "replicas": 5, "mig": "2g.20gb",
+        "load": {"rate": "5/s", "requests": 300, "input_tokens": {"mean": 256}, "output_tokens": {"mean": 128}}}
+# A service split over two MIG instances: refused (an instance has no NVLink)
+SPLIT_CHAT = {"serving": CHAT | {"parallelism": {"tensor": 2}}, "duration": "1 h"}
+
+
 @pytest.mark.parametrize("change, key", [
     ({"list": [{"template": "tiny", "gpus": 64}]}, "jobs.list[0].gpus"),
     ({"list": [{"template": "tiny", "gpus": 8, "training": TINY_TRAINING}]}, "jobs.list[0]"),
@@ -202,6 +208,9 @@ def test_the_carbon_aware_policy_holds_deferrable_jobs_for_cleaner_hours():
     ({"generator": {"jobs": 5, "rate": "1/h", "gpus": {1: 1}, "duration": {"median": "1 h"}},
       "templates": {"tiny": TINY_TRAINING | {"parallelism": {"tensor": 2}}}}, "jobs.generator.gpus.1"),
     ({"mix": {"tinyy": 1}}, "jobs.mix.tinyy"),
+    # the jobs are read in their order, the serving engines played ahead on a second core (api/operations.py)
+    ({"list": [{"template": "tiny", "gpus": 64}, SPLIT_CHAT]}, "jobs.list[0].gpus"),
+    ({"list": [{"template": "tiny", "gpus": 8}, SPLIT_CHAT]}, "jobs.list[1].serving.parallelism"),
 ])
 def test_bad_jobs_are_refused_naming_the_key(change, key):
     data = scenario([{"template": "tiny", "gpus": 8}])
@@ -213,10 +222,6 @@ def test_bad_jobs_are_refused_naming_the_key(change, key):
 
 # ---------------------------------------------------------------------------
 # Serving jobs
-
-
-CHAT = {"model": "llama3-8b", "precision": "fp8", "replicas": 5, "mig": "2g.20gb",
-        "load": {"rate": "5/s", "requests": 300, "input_tokens": {"mean": 256}, "output_tokens": {"mean": 128}}}
 
 
 def test_serving_jobs_pack_mig_instances_onto_shared_gpus_beside_training():

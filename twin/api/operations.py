@@ -30,6 +30,7 @@ from twin.jobs.failures import FailurePolicy
 from twin.network.collectives import CommModel
 from twin.network.fabric import Fabric
 from twin.network.fabric_cache import cluster_graph
+from twin.network.records import FabricSummary
 from twin.operations.accounting import Accounts, CountryGrid, account, country_grids, idle_tail_kg
 from twin.operations.cluster import ClusterRun, OperationsSpec, simulate_cluster
 from twin.operations.jobs import GeneratorSpec, JobRequest, Service, Shape, generate
@@ -120,6 +121,22 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
                    compute_share=rep.profile.compute_fraction if rep.profile else 1.0, activity=activity,
                    requests_per_s=run.requests_per_s, output_tokens_per_s=run.output_tokens_per_s,
                    ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met)
+
+
+def _services(jobs: Jobs, cluster: ClusterSpec, efficiency: Efficiency) -> dict[str, Service]:
+    """The listed serving jobs' services, each template once, up to the first that cannot run: ``_listed`` finds
+    that one again and says why, in its place among the jobs."""
+    out: dict[str, Service] = {}
+    for i, job in enumerate(jobs.list):
+        template = job.template or f"list[{i}]"
+        section = job.serving or job.training or jobs.templates[template]
+        if isinstance(section, Serving) and template not in out:
+            where = f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
+            try:
+                out[template] = _service(template, section, cluster, efficiency, where)
+            except ScenarioError:
+                break
+    return out
 
 
 def _message(exc: ScenarioError) -> str:
@@ -308,8 +325,16 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     efficiency = Efficiency.calibrated(scenario.efficiency)
     warnings: list[str] = []
     shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
-    services: dict[str, Service] = {}
     seeds = np.random.SeedSequence(jb.seed).spawn(2)
+
+    def built() -> tuple[Fabric, FabricSummary]:
+        fabric = Fabric(cluster_graph(cluster), efficiency)
+        return fabric, CommModel.on_fabric(fabric, cluster, efficiency).summary()
+
+    # The fabric here while a second core plays the serving jobs' engines (twin/cores.py), when there are some.
+    (fabric, summary), services = split_map(lambda work: work(), [built, lambda: _services(jb, cluster, efficiency)],
+                                            worth=any(j.serving is not None or isinstance(jb.templates.get(j.template),
+                                                                                          Serving) for j in jb.list))
     requests = _listed(jb, shapes, services, cluster.node.gpus, cluster.work_gpus, warnings)
     if jb.generator is not None:
         requests += _generated(jb, shapes, cluster.work_gpus, np.random.default_rng(seeds[0]))
@@ -325,8 +350,6 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     if carbon.aware and site_clock is None:
         warnings.append("jobs.carbon.aware: the site has no hourly profile (set jobs.carbon.hourly with a country "
                         "of grid_hourly.yaml): no job is held")
-    fabric = Fabric(cluster_graph(cluster), efficiency)
-    summary = CommModel.on_fabric(fabric, cluster, efficiency).summary()
     infra_w = infrastructure(cluster, summary).total_w
     power = node_power(cluster.node, cluster.gpu_power_cap_w)
     steps = StepTimes(cluster, efficiency, fabric)
