@@ -139,6 +139,20 @@ def _services(jobs: Jobs, cluster: ClusterSpec, efficiency: Efficiency) -> dict[
     return out
 
 
+def _fabric_and_services(jobs: Jobs, cluster: ClusterSpec,
+                         efficiency: Efficiency) -> tuple[Fabric, FabricSummary, dict[str, Service]]:
+    """The cluster's fabric and its summary, built here while a second core plays the listed serving jobs'
+    engines (``_services``; twin/cores.py), when there are some."""
+    def built() -> tuple[Fabric, FabricSummary]:
+        fabric = Fabric(cluster_graph(cluster), efficiency)
+        return fabric, CommModel.on_fabric(fabric, cluster, efficiency).summary()
+
+    serving = any(j.serving is not None or isinstance(jobs.templates.get(j.template), Serving) for j in jobs.list)
+    (fabric, summary), services = split_map(lambda work: work(), [built, lambda: _services(jobs, cluster, efficiency)],
+                                            worth=serving)
+    return fabric, summary, services
+
+
 def _message(exc: ScenarioError) -> str:
     return str(exc)[len(exc.field) + 2:] if exc.field else str(exc)
 
@@ -326,15 +340,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
     warnings: list[str] = []
     shapes = _Shapes(cluster, efficiency, {k: t for k, t in jb.templates.items() if isinstance(t, Training)}, {}, {})
     seeds = np.random.SeedSequence(jb.seed).spawn(2)
-
-    def built() -> tuple[Fabric, FabricSummary]:
-        fabric = Fabric(cluster_graph(cluster), efficiency)
-        return fabric, CommModel.on_fabric(fabric, cluster, efficiency).summary()
-
-    # The fabric here while a second core plays the serving jobs' engines (twin/cores.py), when there are some.
-    (fabric, summary), services = split_map(lambda work: work(), [built, lambda: _services(jb, cluster, efficiency)],
-                                            worth=any(j.serving is not None or isinstance(jb.templates.get(j.template),
-                                                                                          Serving) for j in jb.list))
+    fabric, summary, services = _fabric_and_services(jb, cluster, efficiency)
     requests = _listed(jb, shapes, services, cluster.node.gpus, cluster.work_gpus, warnings)
     if jb.generator is not None:
         requests += _generated(jb, shapes, cluster.work_gpus, np.random.default_rng(seeds[0]))
