@@ -62,16 +62,14 @@ class Fabric:
         link_capacity = capacity[::2].tolist()
         switches: dict[tuple, tuple] = {}              # switch → (its tier, its pod), read once each
         for e, u, v, t in uplinks:
-            tier_u = switches.get(u) or switches.setdefault(u, (nodes[u]["tier"], nodes[u].get("pod")))
-            tier_v = switches.get(v) or switches.setdefault(v, (nodes[v]["tier"], nodes[v].get("pod")))
-            (low, low_tier), (high, high_tier) = (u, tier_u), (v, tier_v)
-            if tier_v[0] < tier_u[0]:
-                (low, low_tier), (high, high_tier) = (v, tier_v), (u, tier_u)
+            at_u = switches.get(u) or switches.setdefault(u, (nodes[u]["tier"], nodes[u].get("pod")))
+            at_v = switches.get(v) or switches.setdefault(v, (nodes[v]["tier"], nodes[v].get("pod")))
+            (low, low_at), (high, high_at) = ((u, at_u), (v, at_v)) if at_u[0] < at_v[0] else ((v, at_v), (u, at_u))
             if t == "leaf-spine":
                 owner = low
-                self._pod[low] = high_tier[1]
+                self._pod[low] = high_at[1]
             else:
-                owner = low_tier[1]
+                owner = low_at[1]
             owned.setdefault(owner, [0.0, _TIER_INDEX[t]])[0] += link_capacity[e]
         pools = {(owner, direction): sums for owner, sums in owned.items() for direction in ("up", "down")}
         self._first_pool = len(capacity)
