@@ -134,7 +134,7 @@ def _services(jobs: Jobs, cluster: ClusterSpec, efficiency: Efficiency) -> dict[
             where = f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
             try:
                 out[template] = _service(template, section, cluster, efficiency, where)
-            except ScenarioError:
+            except Exception:  # noqa: BLE001 - raised again by _listed, in its place among the jobs
                 break
     return out
 
