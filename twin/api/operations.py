@@ -40,14 +40,11 @@ from twin.operations.steps import StepTimes
 from twin.operations.traces import read_trace
 from twin.power.country import site_and_compared
 from twin.power.devices import gpu_power, node_power
-from twin.power.serving import device_avg_w
 from twin.power.site import SiteSpec
 from twin.power.hourly import CarbonClock, hourly_shape
 from twin.power.infrastructure import infrastructure
 from twin.results import CarbonAware, OperationsResult
 from twin.scenario import Jobs, Scenario, Serving, Training
-from twin.serving.deployment import memory_problem, replica
-from twin.serving.deployment import simulate as serve
 from twin.units import fmt_duration
 from twin.workload.finetune import trainable_params
 from twin.workload.placement import Placement
@@ -103,6 +100,10 @@ class _Shapes:
 
 def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficiency, where: str) -> Service:
     """A serving section as a job runs it: its replicas, and their steady state at its load (the serving twin)."""
+    from twin.power.serving import device_avg_w     # the serving engine, only for a scenario with services
+    from twin.serving.deployment import memory_problem, replica
+    from twin.serving.deployment import simulate as serve
+
     spec = serving_spec_of(sv)
     rep = replica(spec, cluster, ServingEfficiency.calibrated(), efficiency, where)
     if rep.profile is None and rep.devices > cluster.node.gpus:
