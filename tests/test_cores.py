@@ -242,6 +242,8 @@ def test_balanced_halves_by_hand():
 
 
 def test_a_shared_cluster_plays_its_baseline_on_a_second_core_to_the_same_record():
+    """Both of a shared cluster's splits, its listed service beside the fabric and its baseline beside the
+    carbon-aware play, give the record of one process."""
     _run("""
         import twin.api.operations as operations
         from twin.api import run_file
