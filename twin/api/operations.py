@@ -124,15 +124,21 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
                    ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met)
 
 
+def _section(jobs: Jobs, i: int) -> tuple[str, Serving | Training, str]:
+    """The ``i``-th listed job's template name, the section it runs, and where a serving section is written."""
+    job = jobs.list[i]
+    template = job.template or f"list[{i}]"
+    section = job.serving or job.training or jobs.templates[template]
+    return template, section, f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
+
+
 def _services(jobs: Jobs, cluster: ClusterSpec, efficiency: Efficiency) -> dict[str, Service]:
     """The listed serving jobs' services, each template once, up to the first that cannot run: ``_listed`` finds
     that one again and says why, in its place among the jobs."""
     out: dict[str, Service] = {}
-    for i, job in enumerate(jobs.list):
-        template = job.template or f"list[{i}]"
-        section = job.serving or job.training or jobs.templates[template]
+    for i in range(len(jobs.list)):
+        template, section, where = _section(jobs, i)
         if isinstance(section, Serving) and template not in out:
-            where = f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
             try:
                 out[template] = _service(template, section, cluster, efficiency, where)
             except Exception:  # noqa: BLE001 - raised again by _listed, in its place among the jobs
@@ -148,7 +154,7 @@ def _fabric_and_services(jobs: Jobs, cluster: ClusterSpec,
         fabric = Fabric(cluster_graph(cluster), efficiency)
         return fabric, CommModel.on_fabric(fabric, cluster, efficiency).summary()
 
-    serving = any(j.serving is not None or isinstance(jobs.templates.get(j.template), Serving) for j in jobs.list)
+    serving = any(isinstance(_section(jobs, i)[1], Serving) for i in range(len(jobs.list)))
     (fabric, summary), services = split_map(lambda work: work(), [built, lambda: _services(jobs, cluster, efficiency)],
                                             worth=serving)
     return fabric, summary, services
@@ -163,12 +169,10 @@ def _listed(jobs: Jobs, shapes: _Shapes, services: dict[str, Service], gpn: int,
     out = []
     for i, job in enumerate(jobs.list):
         where = f"jobs.list[{i}]"
-        template = job.template or f"list[{i}]"
-        section = job.serving or job.training or jobs.templates[template]
+        template, section, serving_where = _section(jobs, i)
         if isinstance(section, Serving):
             if template not in services:
-                services[template] = _service(template, section, shapes.cluster, shapes.efficiency,
-                                              f"{where}.serving" if job.serving else f"jobs.templates.{template}")
+                services[template] = _service(template, section, shapes.cluster, shapes.efficiency, serving_where)
             out.append(JobRequest(name=job.name or f"job-{i + 1}", tenant=job.tenant, submit_s=job.submit,
                                   template=template, gpus=services[template].gpus, duration_s=job.duration,
                                   priority=job.priority, time_limit_s=job.time_limit or math.inf,

@@ -295,11 +295,8 @@ def _dealt(options: list[FitOption], fitting: list[tuple[float, int]]) -> list[l
     ``top`` best rows are then about as fast as the whole fit's, so neither answers much beyond its share;
     together they answer every option the whole fit's ranking would."""
     clusters: dict[tuple, list] = {}
-    shapes: dict[str, tuple] = {}
     for floor, i in sorted(fitting):
-        o = options[i]
-        shape = shapes.get(o.node) or shapes.setdefault(o.node, node_shape(node_spec(o.node)))
-        clusters.setdefault((shape, o.nodes), []).append((floor, i))
+        clusters.setdefault((node_shape(node_spec(options[i].node)), options[i].nodes), []).append((floor, i))
     parts: list[list[tuple[float, int]]] = [[], []]
     for k, members in enumerate(clusters.values()):
         parts[k % 2] += members
