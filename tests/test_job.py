@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twin.api import build, run_dict, run_file
 from twin.api.specs import checkpoint_policy_of, failure_policy_of
@@ -239,3 +241,21 @@ def test_the_event_loop_plays_the_simpy_reference_sample_for_sample(variant):
             play_job(spec, np.random.default_rng(seed), played)
             reference.segments = reference.events = []
             assert played == reference
+
+
+@settings(max_examples=30, deadline=None)
+@given(spares=st.integers(0, 40), repair_h=st.floats(0.01, 240.0), restart_s=st.floats(1.0, 3600.0),
+       shrink=st.booleans(), days=st.floats(0.5, 20.0), write_s=st.floats(1.0, 600.0), seed=st.integers(0, 2**31))
+def test_any_job_plays_as_the_simpy_reference(spares, repair_h, restart_s, shrink, days, write_s, seed):
+    """Over the job's settings at large (spares, repair and restart times, shrinking, length, checkpoint cost),
+    the event loop, its common cycles inline included, gives the SimPy reference's sample to the last digit."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_loop import play_job
+
+    spec = spec_16k(write_s=write_s, spares=spares, repair_s=repair_h * 3600.0, shrink=shrink, days=days,
+                    restart_s=restart_s)
+    reference = simulate_job(spec, np.random.default_rng(seed))
+    played = JobSample(min_data_parallel=spec.data_parallel)
+    play_job(spec, np.random.default_rng(seed), played)
+    reference.segments = reference.events = []
+    assert played == reference

@@ -47,13 +47,14 @@ TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.R
 MAX_TIMELINE_CHECKPOINTS = 2000
 # Work bound: failures simulated over all the samples of one job. A job expected to finish whose
 # samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
-# finishes stops at its share and is reported as not finished (docs/engine.md). About 10 s of CPU:
-# the event loop (twin.engine.job_loop) plays about 150,000-200,000 failures per CPU-second of the
-# 16,384-GPU Llama 3 job (benchmarks/bench_job.py), so 1,000 samples of it (~868 failures each) run.
+# finishes stops at its share and is reported as not finished (docs/engine.md). About 10-20 s of CPU:
+# the event loop (twin.engine.job_loop) plays about 110,000-200,000 failures per CPU-second of the
+# 16,384-GPU Llama 3 job (benchmarks/bench_job.py, the machines of docs/speed.md), so 1,000 samples of
+# it (~868 failures each) run.
 MAX_SIMULATED_FAILURES = 2_000_000
 # Failures over all the samples past which the samples are split over two cores (twin/cores.py): about
-# 0.1 s of play at 9 µs a failure (the 16,384-GPU scenario: 75,000 failures in 0.64 s, 2-core machine of
-# docs/speed.md), against a few milliseconds to fork and send a half back.
+# 0.08 s of play at 8 µs a failure (the 16,384-GPU scenario: 74,500 failures in 0.54-0.69 s on one core, 2-core
+# machine of docs/speed.md), against a few milliseconds to fork and send a half back.
 SPLIT_FAILURES = 10_000
 
 

@@ -4,7 +4,10 @@ The job engine's SimPy processes (``engine/job.py``) are the reference and draw 
 a result shows. A Monte Carlo of a hundred samples with hundreds of failures each spends most of its time in
 SimPy's event machinery, so the samples are played here by a loop that jumps from event to event with the
 same rules (``twin/jobs/rules.py``) and the same random draws in the same order, and gives the same sample to
-the last digit for a given generator (``tests/test_job.py`` compares them).
+the last digit for a given generator (``tests/test_job.py`` compares them). The draws are the generator's
+own, decoded a block at a time (``draws.py``). A job that does not shrink plays its common cycles (a
+failure while training, restarts no failure cuts short, a spare to take) in one loop, ``_cycles``, and
+leaves every other case to the methods of each step; about a third of a failure's cost goes with the calls.
 
 Two clocks run side by side, as the two SimPy processes do. The job trains, restarts or waits for a repaired
 node; the failures of its devices come as one Poisson process, each drawn (its component, then the next
@@ -25,8 +28,9 @@ import math
 
 import numpy as np
 
+from twin.engine.draws import Draws
 from twin.jobs.failures import Component, drawn_component
-from twin.jobs.rules import checkpoint_cycle, checkpoints_before_end, interruption, lost_s, requeue_s
+from twin.jobs.rules import CheckpointCycle, checkpoint_cycle, checkpoints_before_end, interruption, lost_s, requeue_s
 
 
 class JobNodes:
@@ -84,14 +88,15 @@ class _Sample:
     the sample and the failures' clock advances inline (``_until``)."""
 
     def __init__(self, spec, rng: np.random.Generator, out):
-        self.spec, self.rng, self.out = spec, rng, out
+        self.spec, self.out = spec, out
         self.t = 0.0
         self.nodes = JobNodes(spec)
         self.rate_full, cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.cumulative = cumulative.tolist()   # a list: bisected at every failure
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
-        self.exponential, self.random = rng.exponential, rng.random
+        draws = Draws(rng)                      # rng's own numbers, without a call into numpy per draw
+        self.exponential, self.random = draws.exponential, draws.random
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
         self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
         self.horizon_s = spec.horizon_s
@@ -130,23 +135,28 @@ class _Sample:
         if self.next_failure_s < end_s:
             if self.next_failure_s > self.horizon_s:
                 raise _Horizon
-            self.rng.random()                   # its component, drawn and set aside
+            self.random()                       # its component, drawn and set aside
             self.next_failure_s, self.redraw = math.inf, True
         if end_s > self.horizon_s:
             raise _Horizon
         self.t = end_s
 
     # -- the job ------------------------------------------------------------------------------
-    def _train(self, start_iter: int) -> tuple[Component | None, int]:
-        """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
-        spec, out = self.spec, self.out
-        every = spec.interval_iterations
+    def _step_and_cycle(self) -> tuple[float, CheckpointCycle]:
+        """The step and the checkpoint cycle on the replicas running now."""
+        spec = self.spec
         replicas = self.nodes.data_parallel()
         known = self.cycles.get(replicas)
         if known is None:
             step = spec.step_s * spec.data_parallel / replicas
-            known = self.cycles[replicas] = (step, checkpoint_cycle(every, step, spec.checkpoint))
-        step, cycle = known
+            known = self.cycles[replicas] = (step, checkpoint_cycle(spec.interval_iterations, step, spec.checkpoint))
+        return known
+
+    def _train(self, start_iter: int) -> tuple[Component | None, int]:
+        """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
+        spec, out = self.spec, self.out
+        every = spec.interval_iterations
+        step, cycle = self._step_and_cycle()
         remaining = spec.iterations - start_iter
         n_ckpt = checkpoints_before_end(remaining, every)
         t0 = self.t
@@ -201,11 +211,73 @@ class _Sample:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
         return self._restarting(self.requeue_s)
 
+    def _cycles(self, durable: int) -> tuple[Component | None, int]:
+        """``_train`` then ``_recover`` inline (the same steps and draws), cycle after cycle, for a job that does
+        not shrink, while no failure comes before it is back; returns as ``_train`` does, at the end or with
+        a failure for ``_recover`` (one before the job is back, or past the failure bound)."""
+        spec, out, nodes = self.spec, self.out, self.nodes
+        iterations, every, profile = spec.iterations, spec.interval_iterations, spec.profile
+        step, cycle = self._step_and_cycle()          # the same replicas all along: missing nodes come back first
+        detection_s, requeue_s, horizon_s = spec.detection_s, self.requeue_s, self.horizon_s
+        exponential, random, cumulative = self.exponential, self.random, self.cumulative
+        interval_mean_s = 1.0 / (self.rate_full * 1.0) if self.rate_full > 0 else math.inf  # all nodes running
+        t = self.t
+        while True:
+            if self.redraw:
+                self._draw_interval()
+            remaining = iterations - durable
+            n_ckpt = checkpoints_before_end(remaining, every)
+            end_s = t + (remaining * step + n_ckpt * cycle.checkpoint_s)
+            next_s = self.next_failure_s
+            if next_s >= end_s:
+                if end_s > horizon_s:
+                    raise _Horizon
+                self.t = end_s
+                out.checkpoints += n_ckpt
+                out.checkpoint_s += n_ckpt * cycle.checkpoint_s
+                return None, iterations
+            if next_s > horizon_s:
+                raise _Horizon
+            component = drawn_component(profile, cumulative, random())
+            self.next_failure_s = after_s = next_s + exponential(interval_mean_s)
+            _, _, trained_s, saved, checkpoint_s = interruption(next_s - t, cycle, n_ckpt)
+            out.lost_work_s += lost_s(trained_s, saved, cycle)
+            out.checkpoints += saved
+            out.checkpoint_s += checkpoint_s
+            if saved:
+                durable += saved * every
+            self.t = t = next_s
+            requeued_s = (t + detection_s) + requeue_s
+            if after_s < requeued_s or requeued_s > horizon_s or out.interruptions >= spec.max_interruptions:
+                return component, durable
+            out.interruptions += 1
+            out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
+            if nodes.repairs and nodes.repairs[0] <= t:
+                nodes.returns(t)
+            if component.replace:
+                nodes.lose(t + exponential(spec.repair_mean_s))
+            detected_s = t + detection_s
+            out.restart_s += detected_s - t
+            self.t = t = detected_s
+            if nodes.missing > 0 or (nodes.repairs and nodes.repairs[0] <= t):
+                self._refill()
+            out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
+            if self.t != t or self.redraw:                 # it waited for a repaired node
+                again = self._restarting(requeue_s)
+                if again is not None:
+                    return again, durable
+                t = self.t
+                continue
+            back_s = t + requeue_s
+            out.restart_s += back_s - t
+            self.t = t = back_s
+
     def play(self) -> None:
         spec, out = self.spec, self.out
         durable = 0
+        train = self._train if spec.allow_shrink else self._cycles
         while durable < spec.iterations:
-            failed, durable = self._train(durable)
+            failed, durable = train(durable)
             while failed is not None:
                 if out.interruptions >= spec.max_interruptions:
                     out.finished, out.stopped_by, out.wall_s = False, "interruptions", self.t
