@@ -162,14 +162,18 @@ class _Sample:
         t0 = self.t
         failed = self._until(t0 + (remaining * step + n_ckpt * cycle.checkpoint_s))
         if failed is None:
-            out.checkpoints += n_ckpt
-            out.checkpoint_s += n_ckpt * cycle.checkpoint_s
-            return None, spec.iterations
+            return self._ended(n_ckpt, cycle)
         _, _, trained_s, saved, checkpoint_s = interruption(self.t - t0, cycle, n_ckpt)
         out.lost_work_s += lost_s(trained_s, saved, cycle)
         out.checkpoints += saved
         out.checkpoint_s += checkpoint_s
         return failed, start_iter + saved * every if saved else start_iter
+
+    def _ended(self, n_ckpt: int, cycle: CheckpointCycle) -> tuple[None, int]:
+        """Trained to the end: the last block's ``n_ckpt`` checkpoints counted."""
+        self.out.checkpoints += n_ckpt
+        self.out.checkpoint_s += n_ckpt * cycle.checkpoint_s
+        return None, self.spec.iterations
 
     def _restarting(self, duration_s: float) -> Component | None:
         start = self.t
@@ -230,12 +234,8 @@ class _Sample:
             end_s = t + (remaining * step + n_ckpt * cycle.checkpoint_s)
             next_s = self.next_failure_s
             if next_s >= end_s:
-                if end_s > horizon_s:
-                    raise _Horizon
-                self.t = end_s
-                out.checkpoints += n_ckpt
-                out.checkpoint_s += n_ckpt * cycle.checkpoint_s
-                return None, iterations
+                self._until(end_s)                          # no failure first: to the end (or the horizon)
+                return self._ended(n_ckpt, cycle)
             if next_s > horizon_s:
                 raise _Horizon
             component = drawn_component(profile, cumulative, random())
@@ -259,15 +259,18 @@ class _Sample:
             detected_s = t + detection_s
             out.restart_s += detected_s - t
             self.t = t = detected_s
-            if nodes.missing > 0 or (nodes.repairs and nodes.repairs[0] <= t):
+            if nodes.repairs and nodes.repairs[0] <= t:
+                nodes.returns(t)
+            if nodes.missing > nodes.spares:               # it waits for a repaired node
                 self._refill()
-            out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
-            if self.t != t or self.redraw:                 # it waited for a repaired node
                 again = self._restarting(requeue_s)
                 if again is not None:
                     return again, durable
                 t = self.t
                 continue
+            out.spares_used += nodes.missing                # a spare for each missing node (``refill_move``);
+            nodes.spares -= nodes.missing                   # every replica runs again (min_data_parallel stays)
+            nodes.missing = 0
             back_s = t + requeue_s
             out.restart_s += back_s - t
             self.t = t = back_s
