@@ -159,8 +159,9 @@ def test_a_pool_worker_splits_nothing():
 
 
 def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
-    """Both halves of the space in order: the same tallies (equivalent ZeRO stages across the halves, plans
-    rejected by a constraint, the budget's stop) and the same plans."""
+    """Both halves of the space in order, then the plans' estimates in two shares: the same tallies (equivalent
+    ZeRO stages across the halves, plans rejected by a constraint or bounded by their floor, the budget's stop)
+    and the same plans."""
     _run("""
         import json
         import twin.studies.search as search
@@ -169,13 +170,14 @@ def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
         def record(**kwargs):
             found = search.search_plans(data, "superpod", "time", top=5, refine=0, **kwargs)
             return json.dumps(found.to_dict(), sort_keys=True)
-        split = [record(), record(constraints=["deadline=40d"]), record(max_plans=700)]
+        split = [record(), record(constraints=["deadline=40d"]), record(max_plans=60)]
         search.split_map = lambda play, items, worth: [play(item) for item in items]
-        alone = [record(), record(constraints=["deadline=40d"]), record(max_plans=700)]
+        alone = [record(), record(constraints=["deadline=40d"]), record(max_plans=60)]
         assert split == alone
         counts = [json.loads(r) for r in alone]
         assert counts[0]["plans_equivalent"] > 0 and counts[1]["plans_rejected"] > 0
-        assert counts[2]["exhaustive"] is False and counts[2]["plans_evaluated"] == 700
+        assert counts[0]["plans_bounded"] > 0 and counts[0]["exhaustive"] is True
+        assert counts[2]["exhaustive"] is False and counts[2]["plans_evaluated"] == 60
     """)
 
 

@@ -147,14 +147,14 @@ def test_a_sweep_record_lists_counts_front_and_errors_without_the_table():
 def test_a_plan_search_record_counts_the_pruned_plans():
     search = PlanSearch(scenario="s", objective="time", constraints=("deadline=30d",), plans_evaluated=5,
                         exhaustive=True, plans=(), plans_considered=20, plans_infeasible=6, plans_over_memory=7,
-                        plans_equivalent=2, plans_rejected=1, options=1, option_errors=(), seconds=0.5, refined=0,
-                        baseline=None)
+                        plans_equivalent=2, plans_bounded=3, plans_rejected=1, options=1, option_errors=(),
+                        seconds=0.5, refined=0, baseline=None)
     record = search.to_dict()
     assert list(record) == ["scenario", "objective", "constraints", "plans_evaluated", "plans_pruned", "exhaustive",
                             "plans", "plans_considered", "plans_infeasible", "plans_over_memory", "plans_equivalent",
-                            "plans_rejected", "options", "option_errors", "refined", "scenario_plan", "notes",
-                            "schema_version"]
-    assert record["plans_pruned"] == 6 + 7 + 2 and "seconds" not in record        # the record is deterministic
+                            "plans_bounded", "plans_rejected", "options", "option_errors", "refined", "scenario_plan",
+                            "notes", "schema_version"]
+    assert record["plans_pruned"] == 6 + 7 + 2 + 3 and "seconds" not in record    # the record is deterministic
 
 
 def test_an_operations_summary_reads_each_job_as_its_tenant_alone():

@@ -212,9 +212,29 @@ def test_a_closed_form_estimate_is_the_closed_form_run_without_failures():
         (run.energy_facility_kwh, run.carbon_kg["FR"], run.total_cost_eur["FR"], run.peak_power_it_w)
 
 
+def test_plans_bounded_by_their_floor_change_only_the_counts(monkeypatch):
+    """The time objective evaluates plans from the lowest floor up and bounds the rest: the plans found, their
+    order and every number are those of evaluating every plan, with and without a constraint."""
+    import twin.studies.search as search
+
+    data = scenario_data(SCENARIOS / "superpod.yaml")
+    counts = ("plans_evaluated", "plans_pruned", "plans_bounded", "plans_rejected")
+
+    def searched(**kwargs) -> dict:
+        return search_plans(data, "superpod", "time", top=12, refine=0, **kwargs).to_dict()
+
+    bounded = [searched(), searched(constraints=["deadline=19d"])]
+    monkeypatch.setattr(search._Bound, "limit_s", lambda self: float("inf"))
+    every = [searched(), searched(constraints=["deadline=19d"])]
+    for b, e in zip(bounded, every):
+        assert b["plans_bounded"] > 1000 and e["plans_bounded"] == 0
+        assert b["plans_evaluated"] + b["plans_bounded"] == e["plans_evaluated"]        # the same plans sized
+        assert {k: v for k, v in b.items() if k not in counts} == {k: v for k, v in e.items() if k not in counts}
+
+
 def test_plan_search_on_the_superpod_beats_the_hand_written_plan_and_every_plan_fits():
     found = search_plans(scenario_data(SCENARIOS / "superpod.yaml"), "superpod", "time", top=5, refine=2)
-    assert found.exhaustive and found.plans_evaluated > 1000
+    assert found.exhaustive and found.plans_evaluated > 100 and found.plans_bounded > 1000
     assert found.plans_considered == found.plans_evaluated + found.plans_pruned
     best, own = found.plans[0], found.baseline
     assert best.result is not None and own.result is not None

@@ -64,7 +64,9 @@ def plan_summary(record: dict[str, Any]) -> str:
     options = f" on {r['options']:,} cluster options" if r["options"] > 1 else ""
     out.append(f"Searched {r['plans_considered']:,} plans{options}: {r['plans_evaluated']:,} evaluated in closed "
                f"form, {r['plans_pruned']:,} pruned ({r['plans_infeasible']:,} cannot split, "
-               f"{r['plans_over_memory']:,} do not fit memory, {r['plans_equivalent']:,} repeat another)"
+               f"{r['plans_over_memory']:,} do not fit memory, {r['plans_equivalent']:,} repeat another"
+               + (f", {r['plans_bounded']:,} slower than the plans kept even at their floor" if r["plans_bounded"]
+                  else "") + ")"
                + (f", {r['plans_rejected']:,} break a constraint" if r["plans_rejected"] else "")
                + ("; exhaustive" if r["exhaustive"] else "; NOT exhaustive (plan budget reached)"))
     if r["constraints"]:

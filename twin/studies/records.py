@@ -92,6 +92,7 @@ class PlanSearch(Record):
     plans_infeasible: int            # the model, the batch or the cluster cannot split them
     plans_over_memory: int           # do not fit the GPU's memory
     plans_equivalent: int            # the same plan as one already evaluated (ZeRO stages without data parallelism)
+    plans_bounded: int               # slower, even at their floor, than the plans kept (objective time)
     plans_rejected: int              # evaluated, but break a constraint
     options: int                     # cluster options searched
     option_errors: tuple[str, ...]   # options that are not valid scenarios, one line each
@@ -102,7 +103,7 @@ class PlanSearch(Record):
 
     @property
     def plans_pruned(self) -> int:
-        return self.plans_infeasible + self.plans_over_memory + self.plans_equivalent
+        return self.plans_infeasible + self.plans_over_memory + self.plans_equivalent + self.plans_bounded
 
 
 def search_record(s: PlanSearch) -> dict[str, Any]:

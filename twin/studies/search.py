@@ -24,17 +24,18 @@ is exhaustive when every plan of the space was evaluated or pruned.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
 from typing import Any
 
 from twin import collector
-from twin.cores import shared_map, split_map
+from twin.cores import can_split, shared_map, split_map
 from twin.api import (
     Prepared,
     Scenario,
@@ -46,6 +47,8 @@ from twin.api import (
     simulate,
     with_overrides,
 )
+from twin.api.floors import plan_passes_floor_s
+from twin.network.fabric_cache import cluster_fabric
 from twin.errors import InfeasibleError, ScenarioError
 from twin.options import OBJECTIVES, ConstraintName, Objective, recompute_levels
 from twin.results import PlanEstimate, Result
@@ -53,6 +56,7 @@ from twin.studies.records import PlanSearch, RankedPlan
 from twin.studies.plans import PLAN_RULES, outside_space, plan_space
 from twin.studies.space import Space
 from twin.units import parse_energy_kwh, parse_mass_kg, parse_money_eur, parse_quantity
+from twin.workload.placement import place
 from twin.workload.plan import ParallelPlan, PlanRequest
 
 
@@ -194,26 +198,45 @@ class _Tally:
     infeasible: int = 0
     over_memory: int = 0
     equivalent: int = 0
+    bounded: int = 0
     evaluated: int = 0
     rejected: int = 0
     exhaustive: bool = True
 
 
+@dataclass
+class _Bound:
+    """The times to train of the ``keep`` fastest plans kept so far (the plans a search plays in full and those
+    that may stand in for them; 0: no bound, for objectives other than time). A plan whose time floor is
+    above all of them (``_sized``) cannot be among them: it is bounded, never evaluated."""
+    keep: int
+    times: list[float] = field(default_factory=list)     # negated: a max-heap of the ``keep`` shortest
+
+    def limit_s(self) -> float:
+        return -self.times[0] if self.keep and len(self.times) >= self.keep else math.inf
+
+    def add(self, time_s: float) -> None:
+        if len(self.times) < self.keep:
+            heapq.heappush(self.times, -time_s)
+        elif self.keep and time_s < -self.times[0]:
+            heapq.heapreplace(self.times, -time_s)
+
+
 def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: list[Constraint], tally: _Tally,
-                      budget: int) -> list[RankedPlan]:
-    """Every plan of one option: pruned, or evaluated in closed form; those that meet the constraints. The plans
-    are looked at in two halves of the space, the second in a forked child where a second core is free
-    (``twin/cores.py``), and their outcomes counted here in the space's order, as one pass would."""
+                      budget: int, bound: _Bound) -> list[RankedPlan]:
+    """Every plan of one option: pruned, bounded, or evaluated in closed form; those that meet the constraints,
+    in the space's order. The plans are sized in two halves of the space, the second in a forked child where
+    a second core is free (``twin/cores.py``), and counted here in the space's order; the sized ones are then
+    evaluated from the lowest time floor up, until a floor is above the times of the plans the search keeps
+    (``_Bound``), dealt alternately to the two cores, each bounding its own share by what it keeps (never
+    tighter than the whole), and counted here in that order, as one pass would."""
     requests = list(plan_space(prepared))
     half = len(requests) // 2
-    looked = split_map(partial(_looked_at, prepared, constraints), [requests[:half], requests[half:]],
-                       worth=len(requests) >= SPLIT_PLANS)
-    kept: list[RankedPlan] = []
+    sized = split_map(partial(_sized, prepared, bound.keep > 0), [requests[:half], requests[half:]],
+                      worth=len(requests) >= SPLIT_PLANS)
+    order: list[tuple] = []
     seen: set = set()
-    for outcome, key, guess in chain.from_iterable(looked):
-        if tally.evaluated >= budget:
-            tally.exhaustive = False
-            break
+    for index, (request, (outcome, key, planned, floor_s)) in enumerate(zip(requests, chain.from_iterable(sized))):
         tally.considered += 1
         if outcome == "infeasible":
             tally.infeasible += 1
@@ -226,33 +249,82 @@ def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: l
         if outcome == "over memory":
             tally.over_memory += 1
             continue
+        order.append((floor_s, index, request, planned))
+    order.sort(key=lambda sized_plan: sized_plan[:2])
+    shares = _dealt(prepared, order) if len(order) >= SPLIT_PLANS and can_split() else [list(range(len(order)))]
+    if len(shares) == 2 and prepared.cluster.nodes > 1:
+        cluster_fabric(prepared.cluster, prepared.efficiency)     # built once, before the fork
+    answers = split_map(partial(_evaluated, prepared, constraints, bound),
+                        [[order[j] for j in share] for share in shares], worth=len(shares) == 2)
+    guesses = dict(zip(chain.from_iterable(shares), chain.from_iterable(answers)))
+    kept: list[tuple[int, RankedPlan]] = []
+    for j, (floor_s, index, _, _) in enumerate(order):
+        if floor_s > bound.limit_s():
+            tally.bounded += len(order) - j
+            break
+        if tally.evaluated >= budget:
+            tally.exhaustive = False
+            break
+        guess = guesses[j]
         tally.evaluated += 1
-        if outcome == "rejected":
+        if not all(c.met(guess) for c in constraints):
             tally.rejected += 1
             continue
-        kept.append(RankedPlan(option, guess))
-    return kept
+        bound.add(guess.time_to_train_s)
+        kept.append((index, RankedPlan(option, guess)))
+    return [plan for _, plan in sorted(kept, key=lambda k: k[0])]
 
 
-def _looked_at(prepared: Prepared, constraints: list[Constraint],
-               requests: list[PlanRequest]) -> list[tuple[str, ParallelPlan | None, PlanEstimate | None]]:
-    """(outcome, the plan's key among its ZeRO stages when it has no data parallelism, its closed-form
-    estimate) of each request: infeasible, over memory, rejected (a constraint broken) or kept."""
+def _dealt(prepared: Prepared, order: list[tuple]) -> list[list[int]]:
+    """The positions of ``order`` in two shares, each in that order: the plans placed alike (which share their
+    collectives' routes, ``Prepared.comm``) in one, the placements dealt in turn as they first come."""
+    gpus_per_node = prepared.cluster.node.gpus
+    share_of: dict = {}
+    shares: list[list[int]] = [[], []]
+    for j, (_, _, request, (plan, _)) in enumerate(order):
+        placement = place(plan, gpus_per_node, request.order)
+        shares[share_of.setdefault(placement, len(share_of) % 2)].append(j)
+    return shares
+
+
+def _sized(prepared: Prepared, floored: bool,
+           requests: list[PlanRequest]) -> list[tuple[str, ParallelPlan | None, tuple | None, float]]:
+    """(outcome, the plan's key among its ZeRO stages when it has no data parallelism, (plan, memory), a floor
+    on its time to train) of each request: infeasible, over memory or sized. The floor is the run at the
+    plan's passes floor (``plan_passes_floor_s``), written as ``estimate`` writes the time, so never above
+    it; 0 when not ``floored`` or for a plan the floor does not describe."""
     capacity = prepared.cluster.node.gpu.memory_bytes
-    out: list[tuple[str, ParallelPlan | None, PlanEstimate | None]] = []
+    tokens = prepared.scenario.training.tokens
+    out: list[tuple[str, ParallelPlan | None, tuple | None, float]] = []
     for request in requests:
         try:
             planned = plan, memory = plan_memory(prepared, request)
         except InfeasibleError:
-            out.append(("infeasible", None, None))
+            out.append(("infeasible", None, None, 0.0))
             continue
         key = replace(plan, zero=0) if plan.data == 1 else None
         if memory.required_bytes > capacity:
-            out.append(("over memory", key, None))
+            out.append(("over memory", key, None, 0.0))
             continue
-        guess = estimate(prepared, request, planned)
-        out.append(("kept" if all(c.met(guess) for c in constraints) else "rejected", key, guess))
+        step_floor_s = plan_passes_floor_s(prepared, request, planned) if floored else 0.0
+        out.append(("sized", key, planned, tokens / (plan.tokens_per_step / step_floor_s) if step_floor_s else 0.0))
     return out
+
+
+def _evaluated(prepared: Prepared, constraints: list[Constraint], bound: _Bound,
+               share: list[tuple]) -> list[PlanEstimate | None]:
+    """The closed-form estimate of each sized plan of ``share`` (from the lowest floor up), None past the first
+    whose floor is above the times ``bound`` holds with the plans of the share kept so far."""
+    own = _Bound(bound.keep, list(bound.times))
+    out: list[PlanEstimate | None] = []
+    for floor_s, _, request, planned in share:
+        if floor_s > own.limit_s():
+            break
+        guess = estimate(prepared, request, planned)
+        if all(c.met(guess) for c in constraints):
+            own.add(guess.time_to_train_s)
+        out.append(guess)
+    return out + [None] * (len(share) - len(out))
 
 
 def _variant(data: dict[str, Any], plan: RankedPlan) -> dict[str, Any]:
@@ -280,16 +352,18 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
     points = list(space.points()) if space is not None else []
     options = [(p.values, with_overrides(data, p.values)) for p in points] or [({}, data)]
 
+    count = max(top, MIN_REFINED) if refine is None else refine
     with collector.paused():           # its memos, plans and samples live on to its end (twin/collector.py)
         tally, start = _Tally(), time.perf_counter()
-        kept, errors = _search_options(options, source, bounds, tally, max_plans)
+        # the plans played in full and those that may stand in for them, the fastest in closed form
+        bound = _Bound(count + top if objective == "time" else 0)
+        kept, errors = _search_options(options, source, bounds, tally, max_plans, bound)
         seconds = time.perf_counter() - start
         valued = [p for p in kept if objective_of(p.estimate, objective) is not None]
         if kept and not valued:
             raise ScenarioError("--objective", f"{objective} needs a price: the site has no electricity price; set "
                                 "site.electricity_price (and site.gpu_hour_price for rental)")
         valued.sort(key=lambda p: objective_of(p.estimate, objective))
-        count = max(top, MIN_REFINED) if refine is None else refine
         refined, baseline, prepared = _played_all(data, source, valued[:count])
         refined = [p for p in refined if all(c.met(p.result) for c in bounds)]
         refined.sort(key=lambda p: objective_of(p.result, objective))
@@ -302,13 +376,14 @@ def search_plans(data: dict[str, Any], source: str, objective: Objective = "time
         scenario=str(data.get("name", "unnamed scenario")), objective=objective,
         constraints=tuple(c.text for c in bounds), options=len(options), option_errors=tuple(errors),
         plans_considered=tally.considered, plans_infeasible=tally.infeasible, plans_over_memory=tally.over_memory,
-        plans_equivalent=tally.equivalent, plans_evaluated=tally.evaluated, plans_rejected=tally.rejected,
+        plans_equivalent=tally.equivalent, plans_bounded=tally.bounded, plans_evaluated=tally.evaluated,
+        plans_rejected=tally.rejected,
         exhaustive=tally.exhaustive, seconds=seconds, refined=len(valued[:count]), plans=tuple(best),
         baseline=baseline, notes=tuple(notes))
 
 
 def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source: str, bounds: list[Constraint],
-                    tally: _Tally, max_plans: int) -> tuple[list[RankedPlan], list[str]]:
+                    tally: _Tally, max_plans: int, bound: _Bound) -> tuple[list[RankedPlan], list[str]]:
     """The plans of every cluster option (its varied values, its scenario data) that meet the constraints in
     closed form, and the options that are no valid scenario, one line each."""
     kept: list[RankedPlan] = []
@@ -325,7 +400,8 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
             errors.append(f"{_label(values)}: {exc}")
             continue
         band = scenario_calibration(scenario)
-        kept += [replace(p, calibration=band) for p in _closed_form_pass(prepared, values, bounds, tally, max_plans)]
+        kept += [replace(p, calibration=band) for p in _closed_form_pass(prepared, values, bounds, tally, max_plans,
+                                                                             bound)]
     if not kept and errors and len(errors) == len(options):
         raise ScenarioError("--vary", f"no cluster option is a valid scenario; first: {errors[0]}")
     return kept, errors
