@@ -69,14 +69,8 @@ class Draws:
         return self.uniform[i]
 
     def exponential(self, scale: float) -> float:
-        """``rng.exponential(scale)``."""
-        i = self.i
-        if i >= self.n:
-            self._fill()
-            i = 0
-        self.i = i + 1
-        x = self.fast[i]
-        return scale * (x if x >= 0.0 else self._unlikely(int(self.words[i])))
+        """``rng.exponential(scale)``: numpy's ``scale * random_standard_exponential``."""
+        return scale * self._standard_exponential()
 
     def _standard_exponential(self) -> float:
         i = self.i
