@@ -228,8 +228,9 @@ def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: l
     in the space's order. The plans are sized in two halves of the space, the second in a forked child where
     a second core is free (``twin/cores.py``), and counted here in the space's order; the sized ones are then
     evaluated from the lowest time floor up, until a floor is above the times of the plans the search keeps
-    (``_Bound``), dealt alternately to the two cores, each bounding its own share by what it keeps (never
-    tighter than the whole), and counted here in that order, as one pass would."""
+    (``_Bound``), on two cores where a second is free (the plans of one placement in one share, ``_dealt``),
+    each share bounded by what it keeps (never tighter than the whole), and counted here in the floors'
+    order, as one pass would."""
     requests = list(plan_space(prepared))
     half = len(requests) // 2
     sized = split_map(partial(_sized, prepared, bound.keep > 0), [requests[:half], requests[half:]],
