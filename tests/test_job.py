@@ -259,3 +259,32 @@ def test_any_job_plays_as_the_simpy_reference(spares, repair_h, restart_s, shrin
     play_job(spec, np.random.default_rng(seed), played)
     reference.segments = reference.events = []
     assert played == reference
+
+
+@settings(max_examples=25, deadline=None)
+@given(spares=st.integers(0, 40), repair_h=st.floats(0.01, 240.0), restart_s=st.floats(1.0, 3600.0),
+       days=st.floats(0.5, 6.0), write_s=st.floats(1.0, 600.0), asynchronous=st.booleans(),
+       horizon=st.one_of(st.none(), st.floats(0.3, 1.5)), bound=st.one_of(st.none(), st.integers(1, 300)),
+       samples=st.integers(32, 48), seed=st.integers(0, 2**31))
+def test_samples_played_side_by_side_are_the_event_loops(spares, repair_h, restart_s, days, write_s, asynchronous,
+                                                         horizon, bound, samples, seed):
+    """Over the job's settings at large (spares, repair and restart times, checkpoints synchronous or not, a
+    horizon, a failure bound), the samples played side by side as arrays are each the event loop's sample with
+    the same generator, to the last digit."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_lockstep import lockstep_plays, play_samples
+    from twin.engine.job_loop import play_job
+
+    spec = spec_16k(write_s=write_s, spares=spares, repair_s=repair_h * 3600.0, days=days, restart_s=restart_s)
+    if asynchronous:
+        spec = replace(spec, checkpoint=replace(spec.checkpoint, asynchronous=True, stall_s=write_s / 10))
+    spec = replace(spec, horizon_s=horizon * days * SECONDS_PER_DAY if horizon else math.inf,
+                   max_interruptions=bound or math.inf)
+    assert lockstep_plays(spec, samples)
+    seeds = np.random.SeedSequence(seed).spawn(samples)
+    side_by_side = [JobSample(min_data_parallel=spec.data_parallel) for _ in seeds]
+    play_samples(spec, [np.random.default_rng(s) for s in seeds], side_by_side)
+    for s, played in zip(seeds, side_by_side):
+        alone = JobSample(min_data_parallel=spec.data_parallel)
+        play_job(spec, np.random.default_rng(s), alone)
+        assert played == alone

@@ -35,6 +35,19 @@ _WE = np.array(WE)
 _SHIFTS = np.uint64(11), np.uint64(3), np.uint64(8), np.uint64(0xFF)
 
 
+def decoded(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each word (an array of any shape) read both ways: its ``random()``, and its standard exponential when
+    the ziggurat's first try is accepted (else -1)."""
+    to_unit, to_ri, to_layer, layer_mask = _SHIFTS
+    uniform = (words >> to_unit) * TO_UNIT
+    ri = words >> to_ri
+    layer = (ri & layer_mask).astype(np.intp)
+    ri >>= to_layer
+    fast = ri * _WE[layer]
+    fast[ri >= _KE[layer]] = -1.0
+    return uniform, fast
+
+
 class Draws:
     """``random()`` and ``exponential(scale)`` of ``rng``, decoded from its words a block at a time."""
 
@@ -48,13 +61,7 @@ class Draws:
 
     def _fill(self) -> None:
         words = self.bits.random_raw(self.block)
-        to_unit, to_ri, to_layer, layer_mask = _SHIFTS
-        uniform = (words >> to_unit) * TO_UNIT
-        ri = words >> to_ri
-        layer = (ri & layer_mask).astype(np.intp)
-        ri >>= to_layer
-        fast = ri * _WE[layer]
-        fast[ri >= _KE[layer]] = -1.0
+        uniform, fast = decoded(words)
         self.words, self.uniform, self.fast = words, uniform.tolist(), fast.tolist()
         self.i, self.n = 0, self.block
         self.block = min(2 * self.block, MAX_BLOCK)
@@ -93,3 +100,70 @@ class Draws:
         if (FE[layer - 1] - FE[layer]) * self.random() + FE[layer] < math.exp(-x):
             return x
         return self._standard_exponential()
+
+
+ROW_WORDS = 512     # words a sample's row holds: a common cycle reads two or three
+WINDOW = 8          # words a sample played by the event loop takes from its row at a time
+
+
+class Rows:
+    """The draws of many samples side by side, a row each: the words not yet read from each sample's own
+    generator, decoded both ways (``decoded``). Row ``r``'s next word is ``at[r]``, its last ``end[r] - 1``."""
+
+    def __init__(self, rngs: list[np.random.Generator]):
+        self.rngs = rngs
+        m = len(rngs)
+        self.words = np.empty((m, ROW_WORDS), dtype=np.uint64)
+        self.uniform = np.empty((m, ROW_WORDS))
+        self.fast = np.empty((m, ROW_WORDS))
+        self.at = np.zeros(m, dtype=np.intp)
+        self.mark = np.zeros(m, dtype=np.intp)     # the first word a row keeps: it may be read again from there
+        self.end = np.zeros(m, dtype=np.intp)
+
+    def top_up(self, rows: np.ndarray) -> None:
+        """``rows`` (indices) filled to the end: the words from the mark moved to the front, the generator's
+        next after them."""
+        words, at, mark, end = self.words, self.at, self.mark, self.end
+        for r in rows.tolist():
+            kept = end[r] - mark[r]
+            if kept > ROW_WORDS - WINDOW:
+                raise RuntimeError(f"row {r}: {kept} words kept past its mark, more than a row holds")
+            words[r, :kept] = words[r, mark[r]:end[r]]
+            words[r, kept:] = self.rngs[r].bit_generator.random_raw(ROW_WORDS - kept)
+        at[rows] -= mark[rows]
+        mark[rows], end[rows] = 0, ROW_WORDS
+        self.uniform[rows], self.fast[rows] = decoded(words[rows])
+
+    def handed_over(self, r: int) -> Draws:
+        """Row ``r``'s sample's draws from here on, as a ``Draws`` of its own (the row is left behind)."""
+        draws = Draws(self.rngs[r])
+        a, b = int(self.at[r]), int(self.end[r])
+        draws.words = self.words[r, a:b].copy()
+        draws.uniform, draws.fast = self.uniform[r, a:b].tolist(), self.fast[r, a:b].tolist()
+        draws.n, draws.block = b - a, MAX_BLOCK
+        self.at[r] = b
+        return draws
+
+
+class RowDraws(Draws):
+    """``Draws`` of row ``r`` of ``rows``, a window of words at a time: a sample played by the event loop for a
+    while between steps that read its row as an array. ``give_back`` returns the words it did not read."""
+
+    def __init__(self, rows: Rows, r: int):
+        super().__init__(rows.rngs[r])
+        self.rows, self.r = rows, r
+
+    def _fill(self) -> None:
+        rows, r = self.rows, self.r
+        if rows.end[r] - rows.at[r] < WINDOW:
+            rows.top_up(np.array([r]))
+        a = int(rows.at[r])
+        b = a + WINDOW
+        self.words = rows.words[r, a:b].copy()
+        self.uniform, self.fast = rows.uniform[r, a:b].tolist(), rows.fast[r, a:b].tolist()
+        rows.at[r] = b
+        self.i, self.n = 0, WINDOW
+
+    def give_back(self) -> None:
+        self.rows.at[self.r] -= self.n - self.i
+        self.i = self.n = 0

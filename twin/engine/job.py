@@ -31,8 +31,9 @@ from functools import lru_cache, partial
 import numpy as np
 import simpy
 
-from twin.cores import split_map
+from twin.cores import can_split, split_map
 from twin.engine.budget import expected_failures, job_costs, per_sample_share
+from twin.engine.job_lockstep import lockstep_plays, play_samples
 from twin.engine.job_loop import JobNodes, play_job
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
@@ -47,10 +48,10 @@ TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.R
 MAX_TIMELINE_CHECKPOINTS = 2000
 # Work bound: failures simulated over all the samples of one job. A job expected to finish whose
 # samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
-# finishes stops at its share and is reported as not finished (docs/engine.md). About 10-20 s of CPU:
+# finishes stops at its share and is reported as not finished (docs/engine.md). At most 10-20 s of CPU:
 # the event loop (twin.engine.job_loop) plays about 110,000-200,000 failures per CPU-second of the
-# 16,384-GPU Llama 3 job (benchmarks/bench_job.py, the machines of docs/speed.md), so 1,000 samples of
-# it (~868 failures each) run.
+# 16,384-GPU Llama 3 job, its samples side by side (twin.engine.job_lockstep) 220,000-500,000
+# (benchmarks/bench_job.py, the machines of docs/speed.md), so 1,000 samples of it (~868 failures each) run.
 MAX_SIMULATED_FAILURES = 2_000_000
 # Failures over all the samples past which the samples are split over two cores (twin/cores.py): about
 # 0.08 s of play at 8 µs a failure (the 16,384-GPU scenario: 74,500 failures in 0.54-0.69 s on one core, 2-core
@@ -330,8 +331,14 @@ class JobStats:
         return np.array([self.ideal_s / s.wall_s for s in self.samples])
 
 
-def _seeded(spec: JobSpec, seed: np.random.SeedSequence) -> JobSample:
-    return _played(spec, np.random.default_rng(seed))
+def _seeded(spec: JobSpec, seeds: list[np.random.SeedSequence]) -> list[JobSample]:
+    """A sample for each seed: side by side (``job_lockstep.py``) where that plays them, else one by one."""
+    rngs = [np.random.default_rng(seed) for seed in seeds]
+    if not lockstep_plays(spec, len(seeds)):
+        return [_played(spec, rng) for rng in rngs]
+    runs = [JobSample(min_data_parallel=spec.data_parallel) for _ in seeds]
+    play_samples(spec, rngs, runs)
+    return runs
 
 
 def _failures_per_sample(spec: JobSpec) -> float:
@@ -350,7 +357,10 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     (country, PUE, prices) share their job. Treat the returned samples as read-only.
     """
     seeds = np.random.SeedSequence(seed).spawn(samples)
-    runs = split_map(partial(_seeded, spec), seeds, samples * _failures_per_sample(spec) >= SPLIT_FAILURES)
+    worth = (samples * _failures_per_sample(spec) >= SPLIT_FAILURES and can_split()
+             and not lockstep_plays(spec, samples))    # side by side, a step costs alike for 50 samples or 100
+    halves = [seeds[:samples // 2], seeds[samples // 2:]] if worth else [seeds]
+    runs = [run for half in split_map(partial(_seeded, spec), halves, worth) for run in half]
     order = np.argsort([r.wall_s for r in runs], kind="stable")
     median_index = int(order[(samples - 1) // 2])
     median = simulate_job(spec, np.random.default_rng(seeds[median_index]), record=True)

@@ -8,6 +8,8 @@ the last digit for a given generator (``tests/test_job.py`` compares them). The 
 own, decoded a block at a time (``draws.py``). A job that does not shrink plays its common cycles (a
 failure while training, restarts no failure cuts short, a spare to take) in one loop, ``_cycles``, and
 leaves every other case to the methods of each step; about a third of a failure's cost goes with the calls.
+Many samples of such a job play their common failures side by side (``job_lockstep.py``) and come here for
+the rest, from the start of a block of training or of a restart (``Sample.advance``).
 
 Two clocks run side by side, as the two SimPy processes do. The job trains, restarts or waits for a repaired
 node; the failures of its devices come as one Poisson process, each drawn (its component, then the next
@@ -81,13 +83,13 @@ class _Horizon(Exception):
     """The sample reached the simulation's wall-time horizon."""
 
 
-class _Sample:
+class Sample:
     """One sample's clocks and counters (the fields of ``JobSample``).
 
     A Monte Carlo plays hundreds of thousands of failures: the spec's fields read at every event are kept on
     the sample and the failures' clock advances inline (``_until``)."""
 
-    def __init__(self, spec, rng: np.random.Generator, out):
+    def __init__(self, spec, draws: Draws, out):
         self.spec, self.out = spec, out
         self.t = 0.0
         self.nodes = JobNodes(spec)
@@ -95,14 +97,14 @@ class _Sample:
         self.cumulative = cumulative.tolist()   # a list: bisected at every failure
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
-        draws = Draws(rng)                      # rng's own numbers, without a call into numpy per draw
+        self.draws = draws                      # the generator's own numbers, without a call into numpy per draw
         self.exponential, self.random = draws.exponential, draws.random
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
         self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
         self.horizon_s = spec.horizon_s
 
     # -- the failures' clock --------------------------------------------------------------------
-    def _draw_interval(self) -> None:
+    def draw_interval(self) -> None:
         if self.redraw:
             self.next_failure_s = self._next_failure_after(self.t)
             self.redraw = False
@@ -115,7 +117,7 @@ class _Sample:
         """Advance to ``end_s`` unless a failure comes first: then to it, and return its component, drawn
         before the next interval (a failure of a job that trains or restarts)."""
         if self.redraw:
-            self._draw_interval()
+            self.draw_interval()
         next_s = self.next_failure_s
         if next_s < end_s:
             if next_s > self.horizon_s:
@@ -131,7 +133,7 @@ class _Sample:
 
     def _wait_for_repair(self, end_s: float) -> None:
         """Wait until ``end_s``: failures meanwhile interrupt nothing; the first puts the failures to sleep."""
-        self._draw_interval()
+        self.draw_interval()
         if self.next_failure_s < end_s:
             if self.next_failure_s > self.horizon_s:
                 raise _Horizon
@@ -142,7 +144,7 @@ class _Sample:
         self.t = end_s
 
     # -- the job ------------------------------------------------------------------------------
-    def _step_and_cycle(self) -> tuple[float, CheckpointCycle]:
+    def step_and_cycle(self) -> tuple[float, CheckpointCycle]:
         """The step and the checkpoint cycle on the replicas running now."""
         spec = self.spec
         replicas = self.nodes.data_parallel()
@@ -156,7 +158,7 @@ class _Sample:
         """Train from a durable checkpoint to the end: (the failure that stopped it or None, durable steps)."""
         spec, out = self.spec, self.out
         every = spec.interval_iterations
-        step, cycle = self._step_and_cycle()
+        step, cycle = self.step_and_cycle()
         remaining = spec.iterations - start_iter
         n_ckpt = checkpoints_before_end(remaining, every)
         t0 = self.t
@@ -205,6 +207,12 @@ class _Sample:
             nodes.returns(self.t)
         if component.replace:
             nodes.lose(self.t + self.exponential(spec.repair_mean_s))
+        return self._restart()
+
+    def _restart(self) -> Component | None:
+        """The restart after a failure at ``self.t``, counted: detection, spares or a wait for the missing
+        nodes, relaunch. Returns a failure meanwhile, or None."""
+        spec, out, nodes = self.spec, self.out, self.nodes
         again = self._restarting(spec.detection_s)
         if again is not None:
             return again
@@ -215,20 +223,19 @@ class _Sample:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
         return self._restarting(self.requeue_s)
 
-    def _cycles(self, durable: int) -> tuple[Component | None, int]:
-        """``_train`` then ``_recover`` inline (the same steps and draws), cycle after cycle, for a job that does
-        not shrink, while no failure comes before it is back; returns as ``_train`` does, at the end or with
-        a failure for ``_recover`` (one before the job is back, or past the failure bound)."""
+    def _cycles(self, durable: int, once: bool = False) -> tuple[Component | None, int]:
+        """``_train`` then ``_recover`` inline (the same steps and draws) for a job that does not shrink, cycle
+        after cycle while no failure comes before it is back (or ``once``: one cycle); returns as ``_train``
+        does, or with no failure and the durable steps so far after a cycle ``once``."""
         spec, out, nodes = self.spec, self.out, self.nodes
         iterations, every, profile = spec.iterations, spec.interval_iterations, spec.profile
-        step, cycle = self._step_and_cycle()          # the same replicas all along: missing nodes come back first
+        step, cycle = self.step_and_cycle()          # the same replicas all along: missing nodes come back first
         detection_s, requeue_s, horizon_s = spec.detection_s, self.requeue_s, self.horizon_s
         exponential, random, cumulative = self.exponential, self.random, self.cumulative
         interval_mean_s = 1.0 / (self.rate_full * 1.0) if self.rate_full > 0 else math.inf  # all nodes running
         t = self.t
         while True:
-            if self.redraw:
-                self._draw_interval()
+            self.draw_interval()                           # when it is due
             remaining = iterations - durable
             n_ckpt = checkpoints_before_end(remaining, every)
             end_s = t + (remaining * step + n_ckpt * cycle.checkpoint_s)
@@ -267,34 +274,73 @@ class _Sample:
                 if again is not None:
                     return again, durable
                 t = self.t
-                continue
-            out.spares_used += nodes.missing                # a spare for each missing node (``refill_move``);
-            nodes.spares -= nodes.missing                   # every replica runs again (min_data_parallel stays)
-            nodes.missing = 0
-            back_s = t + requeue_s
-            out.restart_s += back_s - t
-            self.t = t = back_s
+            else:
+                out.spares_used += nodes.missing            # a spare for each missing node (``refill_move``);
+                nodes.spares -= nodes.missing               # every replica runs again (min_data_parallel stays)
+                nodes.missing = 0
+                back_s = t + requeue_s
+                out.restart_s += back_s - t
+                self.t = t = back_s
+            if once:
+                return None, durable
 
-    def play(self) -> None:
-        spec, out = self.spec, self.out
-        durable = 0
-        train = self._train if spec.allow_shrink else self._cycles
-        while durable < spec.iterations:
+    def play(self, durable: int = 0) -> None:
+        """Play on from the start of a block of training on ``durable`` steps to the sample's end."""
+        train = self._train if self.spec.allow_shrink else self._cycles
+        while durable < self.spec.iterations:
             failed, durable = train(durable)
-            while failed is not None:
-                if out.interruptions >= spec.max_interruptions:
-                    out.finished, out.stopped_by, out.wall_s = False, "interruptions", self.t
-                    return
-                failed = self._recover(failed)
-            if failed is None and durable >= spec.iterations:
-                break
-        out.wall_s = self.t
+            if not self._recovered(failed):
+                return
+        self.out.wall_s = self.t
+
+    def advance(self, durable: int, restarting: bool) -> int | None:
+        """Play a job that does not shrink on from the start of a block of training on ``durable`` steps (one
+        cycle and what follows it), or from a restart (``_restart``) after a failure at ``self.t``, to the
+        next block's start with its next failure drawn: its durable steps, or None when the sample ended."""
+        if restarting:
+            failed = self._restart()
+        else:
+            failed, durable = self._cycles(durable, once=True)
+        if not self._recovered(failed):
+            return None
+        if durable >= self.spec.iterations:
+            self.out.wall_s = self.t
+            return None
+        self.draw_interval()
+        return durable
+
+    def _recovered(self, failed: Component | None) -> bool:
+        """Recover from ``failed`` and any failure meanwhile; False when the sample stops at its failure bound."""
+        out = self.out
+        while failed is not None:
+            if out.interruptions >= self.spec.max_interruptions:
+                out.finished, out.stopped_by, out.wall_s = False, "interruptions", self.t
+                return False
+            failed = self._recover(failed)
+        return True
 
 
 def play_job(spec, rng: np.random.Generator, out) -> None:
     """Play one sample of ``spec`` (a ``JobSpec``) into ``out`` (a fresh ``JobSample``)."""
-    sample = _Sample(spec, rng, out)
+    played_on(Sample(spec, Draws(rng), out), 0)
+
+
+def played_on(sample: Sample, durable: int) -> None:
+    """``sample.play(durable)``, the sample stopped at the horizon if it gets there."""
     try:
-        sample.play()
+        sample.play(durable)
     except _Horizon:
-        out.finished, out.stopped_by, out.wall_s = False, "horizon", spec.horizon_s
+        _stopped_at_horizon(sample)
+
+
+def advanced(sample: Sample, durable: int, restarting: bool) -> int | None:
+    """``sample.advance(durable, restarting)``, the sample stopped at the horizon (None) if it gets there."""
+    try:
+        return sample.advance(durable, restarting)
+    except _Horizon:
+        _stopped_at_horizon(sample)
+        return None
+
+
+def _stopped_at_horizon(sample: Sample) -> None:
+    sample.out.finished, sample.out.stopped_by, sample.out.wall_s = False, "horizon", sample.spec.horizon_s
