@@ -288,3 +288,22 @@ def test_samples_played_side_by_side_are_the_event_loops(spares, repair_h, resta
         alone = JobSample(min_data_parallel=spec.data_parallel)
         play_job(spec, np.random.default_rng(s), alone)
         assert played == alone
+
+
+def test_samples_side_by_side_survive_long_stretches_played_apart():
+    """A restart far longer than the time between failures and one spare: a sample played by the event loop
+    between steps reads hundreds of words in one stretch (a chain of failures during restarts after a wait),
+    more than its row holds, and still gives the event loop's own sample."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_lockstep import play_samples
+    from twin.engine.job_loop import play_job
+
+    spec = replace(spec_16k(restart_s=60_000.0, days=3.0, spares=1, repair_s=3600.0), max_interruptions=3000)
+    seeds = np.random.SeedSequence(3).spawn(40)
+    side_by_side = [JobSample(min_data_parallel=spec.data_parallel) for _ in seeds]
+    play_samples(spec, [np.random.default_rng(s) for s in seeds], side_by_side)
+    for s, played in zip(seeds, side_by_side):
+        alone = JobSample(min_data_parallel=spec.data_parallel)
+        play_job(spec, np.random.default_rng(s), alone)
+        assert played == alone
+    assert all(played.stopped_by == "interruptions" for played in side_by_side)

@@ -147,14 +147,19 @@ class Rows:
 
 class RowDraws(Draws):
     """``Draws`` of row ``r`` of ``rows``, a window of words at a time: a sample played by the event loop for a
-    while between steps that read its row as an array. ``give_back`` returns the words it did not read."""
+    while between steps that read its row as an array. ``give_back`` returns the words it did not read.
+    ``rewind``: the row keeps its words from its mark (a step may put the sample back there); else only
+    those not yet read."""
 
     def __init__(self, rows: Rows, r: int):
         super().__init__(rows.rngs[r])
         self.rows, self.r = rows, r
+        self.rewind = True
 
     def _fill(self) -> None:
         rows, r = self.rows, self.r
+        if not self.rewind:
+            rows.mark[r] = rows.at[r]
         if rows.end[r] - rows.at[r] < WINDOW:
             rows.top_up(np.array([r]))
         a = int(rows.at[r])

@@ -93,6 +93,7 @@ class _Lockstep:
         into the arrays."""
         sample = self.samples[r]
         sample.draws.give_back()
+        sample.draws.rewind = True                  # a step may put it back to the step's start
         nodes, out = sample.nodes, sample.out
         self.t[r], self.next_s[r], self.durable[r] = sample.t, sample.next_failure_s, durable
         self.restarting[r], self.missing[r] = False, 0
@@ -108,6 +109,7 @@ class _Lockstep:
     def _left(self, r: int) -> int:
         """Sample ``r`` out of the arrays into its ``Sample``: its durable steps."""
         sample = self.samples[r]
+        sample.draws.rewind = False                 # played on by the event loop: no going back
         nodes, out = sample.nodes, sample.out
         sample.t, sample.next_failure_s, sample.redraw = float(self.t[r]), float(self.next_s[r]), False
         returned_at = self.returned_at[r]
