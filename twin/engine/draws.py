@@ -89,17 +89,23 @@ class Draws:
         return x if x >= 0.0 else self._unlikely(int(self.words[i]))
 
     def _unlikely(self, word: int) -> float:
-        """numpy's ``standard_exponential_unlikely``: the base layer's tail, or a test under the layer's
-        curve, or a fresh try."""
-        ri = word >> 3
-        layer = ri & 0xFF
-        ri >>= 8
-        x = ri * WE[layer]
-        if layer == 0:
-            return EXP_R - math.log1p(-self.random())
-        if (FE[layer - 1] - FE[layer]) * self.random() + FE[layer] < math.exp(-x):
-            return x
-        return self._standard_exponential()
+        x = unlikely(word, self.random())
+        return x if x is not None else self._standard_exponential()
+
+
+def unlikely(word: int, uniform: float) -> float | None:
+    """numpy's ``standard_exponential_unlikely`` for a ``word`` the ziggurat's first try rejected, given the next
+    word's ``random()``: the base layer's tail, or a test under the layer's curve; None: a fresh try with the
+    word after."""
+    ri = word >> 3
+    layer = ri & 0xFF
+    ri >>= 8
+    x = ri * WE[layer]
+    if layer == 0:
+        return EXP_R - math.log1p(-uniform)
+    if (FE[layer - 1] - FE[layer]) * uniform + FE[layer] < math.exp(-x):
+        return x
+    return None
 
 
 ROW_WORDS = 512     # words a sample's row holds: a common cycle reads two or three
@@ -133,6 +139,22 @@ class Rows:
         at[rows] -= mark[rows]
         mark[rows], end[rows] = 0, ROW_WORDS
         self.uniform[rows], self.fast[rows] = decoded(words[rows])
+
+    def exponential_at(self, r: int, p: int) -> tuple[float, int] | None:
+        """The standard exponential a draw starting at word ``p`` of row ``r`` gives, its rare paths read word
+        by word as ``Draws`` reads them, and the word after it; None where it would read past the row."""
+        words, uniform, fast = self.words[r], self.uniform[r], self.fast[r]
+        while p < ROW_WORDS:
+            x = float(fast[p])
+            if x >= 0.0:
+                return x, p + 1
+            if p + 1 >= ROW_WORDS:
+                return None
+            x = unlikely(int(words[p]), float(uniform[p + 1]))
+            if x is not None:
+                return x, p + 2
+            p += 2                                      # a fresh try with the word after
+        return None
 
     def handed_over(self, r: int) -> Draws:
         """Row ``r``'s sample's draws from here on, as a ``Draws`` of its own (the row is left behind)."""

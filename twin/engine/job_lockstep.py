@@ -5,8 +5,8 @@ failures of a job that does not shrink are common: a failure while training (the
 checkpoint lost) or while restarting after the last one, its detection, a spare node for each node sent to
 repair, the relaunch. ``play_samples`` plays the samples side by side, the next failure of every sample a
 step, with numpy over the samples. Each sample's draws are its own generator's, in its own order, read from
-its row of ``Rows`` (``draws.py``); a draw on the ziggurat's rare path is read word by word by the sample's
-``RowDraws``.
+its row of ``Rows`` (``draws.py``); a draw on the ziggurat's rare path is read word by word from the row, or
+past its end by the sample's ``RowDraws``.
 
 A sample whose failure is not common (training ends first; it waits for a repaired node; it reaches the
 failure bound or the horizon) keeps its state at the step's start, is played by the event loop up to the
@@ -181,7 +181,7 @@ class _Lockstep:
     def _draws(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each live sample's failure: its component, whether its node goes to repair, its next interval's
         and the repair's standard exponentials, and the words they take (0: read by the sample's
-        ``RowDraws``, which moved the row's ``at``: a rare path of the ziggurat)."""
+        ``RowDraws``, which moved the row's ``at``: a rare path of the ziggurat past the row's words)."""
         rows = self.rows
         word = self.first_word + rows.at
         fast = rows.fast.ravel()
@@ -191,14 +191,27 @@ class _Lockstep:
         first, repair = fast.take(word + 1), fast.take(word + 2)
         words = 2 + replace
         for r in np.flatnonzero(self.live & ((first < 0) | (replace & (repair < 0)))).tolist():
-            draws = self.samples[r].draws
-            draws.random()
-            first[r] = draws.exponential(1.0)
-            if replace[r]:
-                repair[r] = draws.exponential(1.0)
-            draws.give_back()
-            words[r] = 0
+            read = self._rare_paths(r, bool(replace[r]))
+            if read is None:                          # past the row: its draws read on from the generator
+                draws = self.samples[r].draws
+                draws.random()
+                read = draws.exponential(1.0), draws.exponential(1.0) if replace[r] else 0.0, 0
+                draws.give_back()
+            first[r], repair[r], words[r] = read
         return component, replace, first, repair, words
+
+    def _rare_paths(self, r: int, replace: bool) -> tuple[float, float, int] | None:
+        """Row ``r``'s next interval and repair (if ``replace``) where one takes the ziggurat's rare path, and the
+        words they and the component take; None where they would read past the row."""
+        rows = self.rows
+        at = int(rows.at[r])
+        first = rows.exponential_at(r, at + 1)
+        if first is None:
+            return None
+        if not replace:
+            return first[0], 0.0, first[1] - at
+        repair = rows.exponential_at(r, first[1])
+        return None if repair is None else (first[0], repair[0], repair[1] - at)
 
     def _training_stopped(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For a sample training, its block's end and what its failure stops (``Sample._cycles``): the work
