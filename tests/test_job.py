@@ -307,3 +307,26 @@ def test_samples_side_by_side_survive_long_stretches_played_apart():
         play_job(spec, np.random.default_rng(s), alone)
         assert played == alone
     assert all(played.stopped_by == "interruptions" for played in side_by_side)
+
+
+@settings(max_examples=20, deadline=None)
+@given(spares=st.integers(0, 40), repair_h=st.floats(0.01, 240.0), restart_s=st.floats(1.0, 3600.0),
+       shrink=st.booleans(), days=st.floats(0.5, 20.0), write_s=st.floats(1.0, 600.0), asynchronous=st.booleans(),
+       horizon=st.one_of(st.none(), st.floats(0.3, 1.5)), seed=st.integers(0, 2**31))
+def test_the_event_loop_records_the_simpy_references_timeline(spares, repair_h, restart_s, shrink, days, write_s,
+                                                              asynchronous, horizon, seed):
+    """The sample a result shows, replayed by the event loop with its timeline: the SimPy reference's
+    segments, events and counters, to the last digit."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_loop import play_job
+
+    spec = spec_16k(write_s=write_s, spares=spares, repair_s=repair_h * 3600.0, shrink=shrink, days=days,
+                    restart_s=restart_s)
+    if asynchronous:
+        spec = replace(spec, checkpoint=replace(spec.checkpoint, asynchronous=True, stall_s=write_s / 10))
+    if horizon:
+        spec = replace(spec, horizon_s=horizon * days * SECONDS_PER_DAY)
+    reference = simulate_job(spec, np.random.default_rng(seed), record=True)
+    recorded = JobSample(min_data_parallel=spec.data_parallel)
+    play_job(spec, np.random.default_rng(seed), recorded, record=True)
+    assert recorded == reference

@@ -35,6 +35,7 @@ from twin.cores import can_split, split_map
 from twin.engine.budget import expected_failures, job_costs, per_sample_share
 from twin.engine.job_lockstep import lockstep_plays, play_samples
 from twin.engine.job_loop import JobNodes, play_job
+from twin.engine.timeline import Block, expanded
 from twin.hardware.specs import ClusterSpec
 from twin.jobs.checkpoint import CheckpointCost, CheckpointPolicy
 from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, policy_profile
@@ -42,10 +43,7 @@ from twin.jobs.model import Event, Phase, Segment
 from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoint_plan, checkpoints_before_end, interrupted,
                              requeue_s)
 
-TRAIN, CHECKPOINT, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.CHECKPOINT, Phase.RESTART, Phase.REPAIR_WAIT
-# Beyond this many checkpoints in the recorded sample, each block of training between two
-# disruptions is one "train" segment carrying its checkpoint count and time (keeps results small).
-MAX_TIMELINE_CHECKPOINTS = 2000
+TRAIN, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.RESTART, Phase.REPAIR_WAIT
 # Work bound: failures simulated over all the samples of one job. A job expected to finish whose
 # samples would not fit is refused up front (twin.engine.budget); a sample of a job that never
 # finishes stops at its share and is reported as not finished (docs/engine.md). At most 10-20 s of CPU:
@@ -107,16 +105,6 @@ class JobSample:
     events: list[Event] = field(default_factory=list)
 
 
-@dataclass
-class _Block:
-    start_s: float
-    end_s: float
-    train_s: float                   # training part of a cycle
-    ckpt_s: float                    # checkpoint part of a cycle (stall, plus waiting on the previous write)
-    checkpoints: int                 # completed within the block
-    durable_lag_s: float             # async: the write after the stall
-
-
 class _Run:
     """State of one sample: the SimPy processes and their bookkeeping."""
 
@@ -126,7 +114,7 @@ class _Run:
         self.out = JobSample(min_data_parallel=spec.data_parallel)
         self.phase = TRAIN
         self.nodes = JobNodes(spec)
-        self.blocks: list[_Block] = []
+        self.blocks: list[Block] = []
         self.resumed: simpy.Event | None = None    # fires when a repair wait ends
         self.rate_full, self.cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.job = self.env.process(self._job())
@@ -255,41 +243,12 @@ class _Run:
 
     def _blocks_done(self, t0: float, t1: float, cycle: CheckpointCycle, cycles: int, saved: int) -> None:
         if self.record:
-            self.blocks.append(_Block(t0, t1, cycle.train_s, cycle.checkpoint_s, cycles, cycle.durable_lag_s))
+            self.blocks.append(Block(t0, t1, cycle.train_s, cycle.checkpoint_s, cycles, cycle.durable_lag_s))
             self.out.segments.append((len(self.blocks) - 1, saved))
 
     def timeline(self) -> None:
         """Expand the recorded blocks into train/checkpoint segments and checkpoint events."""
-        expand = sum(b.checkpoints for b in self.blocks) <= MAX_TIMELINE_CHECKPOINTS
-        segments: list[Segment] = []
-        events = list(self.out.events)
-        for item in self.out.segments:
-            if isinstance(item, Segment):
-                segments.append(item)
-                continue
-            b, saved = self.blocks[item[0]], item[1]
-            cycle = b.train_s + b.ckpt_s
-            if expand:
-                t = b.start_s
-                for i in range(b.checkpoints):
-                    segments.append(Segment(t, min(b.end_s, t + b.train_s), TRAIN))
-                    segments.append(Segment(t + b.train_s, min(b.end_s, t + cycle), CHECKPOINT))
-                    t += cycle
-                if b.end_s > t:
-                    segments.append(Segment(t, b.end_s, TRAIN))
-                events += [Event(b.start_s + (i + 1) * cycle + b.durable_lag_s, "checkpoint") for i in range(saved)]
-            else:
-                segments.append(Segment(b.start_s, b.end_s, TRAIN, b.checkpoints, b.checkpoints * b.ckpt_s))
-        segments = sorted((s for s in segments if s.end_s > s.start_s), key=lambda s: s.start_s)
-        merged: list[Segment] = []
-        for s in segments:           # detection and relaunch of one restart read as one segment
-            last = merged[-1] if merged else None
-            if last and last.phase == s.phase == RESTART and abs(last.end_s - s.start_s) < 1e-9:
-                merged[-1] = Segment(last.start_s, s.end_s, RESTART)
-            else:
-                merged.append(s)
-        events.sort(key=lambda e: e.t_s)
-        self.out.segments, self.out.events = merged, events
+        self.out.segments, self.out.events = expanded(self.blocks, self.out.segments, self.out.events)
 
 
 def simulate_job(spec: JobSpec, rng: np.random.Generator, record: bool = False) -> JobSample:
@@ -351,7 +310,7 @@ def _failures_per_sample(spec: JobSpec) -> float:
 @lru_cache(maxsize=64)
 def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     """``samples`` runs with seeds derived from ``seed`` (played by the event loop); the median run is replayed
-    by the SimPy processes with its timeline.
+    by the event loop recording its timeline as the SimPy processes (``simulate_job``, the reference) do.
 
     Identical jobs are simulated once (cached): scenarios that differ only in their site
     (country, PUE, prices) share their job. Treat the returned samples as read-only.
@@ -363,7 +322,8 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     runs = [run for half in split_map(partial(_seeded, spec), halves, worth) for run in half]
     order = np.argsort([r.wall_s for r in runs], kind="stable")
     median_index = int(order[(samples - 1) // 2])
-    median = simulate_job(spec, np.random.default_rng(seeds[median_index]), record=True)
+    median = JobSample(min_data_parallel=spec.data_parallel)
+    play_job(spec, np.random.default_rng(seeds[median_index]), median, record=True)
     return JobStats(tuple(runs), median, spec.ideal_s)
 
 

@@ -1,15 +1,16 @@
 """Level 3 without SimPy: one sample of the job as a plain event loop, for the Monte Carlo's many samples.
 
-The job engine's SimPy processes (``engine/job.py``) are the reference and draw the timeline of the sample
-a result shows. A Monte Carlo of a hundred samples with hundreds of failures each spends most of its time in
-SimPy's event machinery, so the samples are played here by a loop that jumps from event to event with the
-same rules (``twin/jobs/rules.py``) and the same random draws in the same order, and gives the same sample to
-the last digit for a given generator (``tests/test_job.py`` compares them). The draws are the generator's
-own, decoded a block at a time (``draws.py``). A job that does not shrink plays its common cycles (a
-failure while training, restarts no failure cuts short, a spare to take) in one loop, ``_cycles``, and
-leaves every other case to the methods of each step; about a third of a failure's cost goes with the calls.
-Many samples of such a job play their common failures side by side (``job_lockstep.py``) and come here for
-the rest, from the start of a block of training or of a restart (``Sample.advance``).
+The job engine's SimPy processes (``engine/job.py``) are the reference. A Monte Carlo of a hundred samples
+with hundreds of failures each spends most of its time in SimPy's event machinery, so the samples are played
+here by a loop that jumps from event to event with the same rules (``twin/jobs/rules.py``) and the same
+random draws in the same order, and gives the same sample to the last digit for a given generator
+(``tests/test_job.py`` compares them); with ``record`` it also keeps the sample's timeline as the SimPy
+processes do (``timeline.py``), for the sample a result shows. The draws are the generator's own, decoded a
+block at a time (``draws.py``). A job that does not shrink plays its common cycles (a failure while
+training, restarts no failure cuts short, a spare to take) in one loop, ``_cycles``, and leaves every other
+case to the methods of each step; about a third of a failure's cost goes with the calls. Many samples of
+such a job play their common failures side by side (``job_lockstep.py``) and come here for the rest, from
+the start of a block of training or of a restart (``Sample.advance``).
 
 Two clocks run side by side, as the two SimPy processes do. The job trains, restarts or waits for a repaired
 node; the failures of its devices come as one Poisson process, each drawn (its component, then the next
@@ -31,7 +32,9 @@ import math
 import numpy as np
 
 from twin.engine.draws import Draws
+from twin.engine.timeline import Block, expanded
 from twin.jobs.failures import Component, drawn_component
+from twin.jobs.model import Event, Phase, Segment
 from twin.jobs.rules import CheckpointCycle, checkpoint_cycle, checkpoints_before_end, interruption, lost_s, requeue_s
 
 
@@ -89,9 +92,10 @@ class Sample:
     A Monte Carlo plays hundreds of thousands of failures: the spec's fields read at every event are kept on
     the sample and the failures' clock advances inline (``_until``)."""
 
-    def __init__(self, spec, draws: Draws, out):
-        self.spec, self.out = spec, out
-        self.t = 0.0
+    def __init__(self, spec, draws: Draws, out, record: bool = False):
+        self.spec, self.out, self.record = spec, out, record
+        self.blocks: list[Block] = []           # recorded: the blocks of training (``timeline.py``)
+        self.t: float = 0                       # SimPy's clock starts at the integer 0: so does a record's first block
         self.nodes = JobNodes(spec)
         self.rate_full, cumulative = spec.profile.shares(spec.gpus, spec.nodes)
         self.cumulative = cumulative.tolist()   # a list: bisected at every failure
@@ -164,12 +168,21 @@ class Sample:
         t0 = self.t
         failed = self._until(t0 + (remaining * step + n_ckpt * cycle.checkpoint_s))
         if failed is None:
+            if self.record:
+                self._block(t0, cycle, n_ckpt, n_ckpt)
             return self._ended(n_ckpt, cycle)
-        _, _, trained_s, saved, checkpoint_s = interruption(self.t - t0, cycle, n_ckpt)
+        cycles, in_checkpoint, trained_s, saved, checkpoint_s = interruption(self.t - t0, cycle, n_ckpt)
         out.lost_work_s += lost_s(trained_s, saved, cycle)
         out.checkpoints += saved
         out.checkpoint_s += checkpoint_s
+        if self.record:
+            self._block(t0, cycle, cycles + (1 if in_checkpoint else 0), saved)
         return failed, start_iter + saved * every if saved else start_iter
+
+    def _block(self, t0: float, cycle: CheckpointCycle, checkpoints: int, saved: int) -> None:
+        """Record the block of training from ``t0`` to now."""
+        self.blocks.append(Block(t0, self.t, cycle.train_s, cycle.checkpoint_s, checkpoints, cycle.durable_lag_s))
+        self.out.segments.append((len(self.blocks) - 1, saved))
 
     def _ended(self, n_ckpt: int, cycle: CheckpointCycle) -> tuple[None, int]:
         """Trained to the end: the last block's ``n_ckpt`` checkpoints counted."""
@@ -180,6 +193,8 @@ class Sample:
     def _restarting(self, duration_s: float) -> Component | None:
         start = self.t
         again = self._until(start + duration_s)
+        if self.record and self.t > start:
+            self.out.segments.append(Segment(start, self.t, Phase.RESTART))
         self.out.restart_s += self.t - start
         return again
 
@@ -195,6 +210,8 @@ class Sample:
             if move == "wait":
                 t_wait = self.t
                 self._wait_for_repair(self.t + (nodes.repairs[0] - self.t))
+                if self.record and self.t > t_wait:
+                    self.out.segments.append(Segment(t_wait, self.t, Phase.REPAIR_WAIT))
                 self.out.repair_wait_s += self.t - t_wait
 
     def _recover(self, component: Component) -> Component | None:
@@ -202,6 +219,8 @@ class Sample:
         spec, out = self.spec, self.out
         out.interruptions += 1
         out.by_component[component.name] = out.by_component.get(component.name, 0) + 1
+        if self.record:
+            out.events.append(Event(self.t, "failure", component.name))
         nodes = self.nodes
         if nodes.repairs and nodes.repairs[0] <= self.t:
             nodes.returns(self.t)
@@ -221,6 +240,8 @@ class Sample:
         out.min_data_parallel = min(out.min_data_parallel, nodes.data_parallel())
         if spec.allow_shrink and self.rate_full > 0:
             self.next_failure_s, self.redraw = math.inf, True     # a new size: a new failure rate
+        if self.record:
+            out.events.append(Event(self.t, "restart"))
         return self._restarting(self.requeue_s)
 
     def _cycles(self, durable: int, once: bool = False) -> tuple[Component | None, int]:
@@ -286,7 +307,7 @@ class Sample:
 
     def play(self, durable: int = 0) -> None:
         """Play on from the start of a block of training on ``durable`` steps to the sample's end."""
-        train = self._train if self.spec.allow_shrink else self._cycles
+        train = self._train if self.spec.allow_shrink or self.record else self._cycles
         while durable < self.spec.iterations:
             failed, durable = train(durable)
             if not self._recovered(failed):
@@ -320,9 +341,13 @@ class Sample:
         return True
 
 
-def play_job(spec, rng: np.random.Generator, out) -> None:
-    """Play one sample of ``spec`` (a ``JobSpec``) into ``out`` (a fresh ``JobSample``)."""
-    played_on(Sample(spec, Draws(rng), out), 0)
+def play_job(spec, rng: np.random.Generator, out, record: bool = False) -> None:
+    """Play one sample of ``spec`` (a ``JobSpec``) into ``out`` (a fresh ``JobSample``); ``record`` keeps its
+    timeline, as the SimPy processes record it."""
+    sample = Sample(spec, Draws(rng), out, record)
+    played_on(sample, 0)
+    if record:
+        out.segments, out.events = expanded(sample.blocks, out.segments, out.events)
 
 
 def played_on(sample: Sample, durable: int) -> None:
