@@ -271,9 +271,7 @@ def test_samples_played_side_by_side_are_the_event_loops(spares, repair_h, resta
     """Over the job's settings at large (spares, repair and restart times, checkpoints synchronous or not, a
     horizon, a failure bound), the samples played side by side as arrays are each the event loop's sample with
     the same generator, to the last digit."""
-    from twin.engine.job import JobSample
-    from twin.engine.job_lockstep import lockstep_plays, play_samples
-    from twin.engine.job_loop import play_job
+    from twin.engine.job_lockstep import lockstep_plays
 
     spec = spec_16k(write_s=write_s, spares=spares, repair_s=repair_h * 3600.0, days=days, restart_s=restart_s)
     if asynchronous:
@@ -281,31 +279,30 @@ def test_samples_played_side_by_side_are_the_event_loops(spares, repair_h, resta
     spec = replace(spec, horizon_s=horizon * days * SECONDS_PER_DAY if horizon else math.inf,
                    max_interruptions=bound or math.inf)
     assert lockstep_plays(spec, samples)
-    seeds = np.random.SeedSequence(seed).spawn(samples)
+    assert_side_by_side_as_alone(spec, np.random.SeedSequence(seed).spawn(samples))
+
+
+def assert_side_by_side_as_alone(spec: JobSpec, seeds: list) -> list:
+    """Each sample of ``seeds`` played side by side is the event loop's own sample; returns them."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_lockstep import play_samples
+    from twin.engine.job_loop import play_job
+
     side_by_side = [JobSample(min_data_parallel=spec.data_parallel) for _ in seeds]
     play_samples(spec, [np.random.default_rng(s) for s in seeds], side_by_side)
     for s, played in zip(seeds, side_by_side):
         alone = JobSample(min_data_parallel=spec.data_parallel)
         play_job(spec, np.random.default_rng(s), alone)
         assert played == alone
+    return side_by_side
 
 
 def test_samples_side_by_side_survive_long_stretches_played_apart():
     """A restart far longer than the time between failures and one spare: a sample played by the event loop
     between steps reads hundreds of words in one stretch (a chain of failures during restarts after a wait),
     more than its row holds, and still gives the event loop's own sample."""
-    from twin.engine.job import JobSample
-    from twin.engine.job_lockstep import play_samples
-    from twin.engine.job_loop import play_job
-
     spec = replace(spec_16k(restart_s=60_000.0, days=3.0, spares=1, repair_s=3600.0), max_interruptions=3000)
-    seeds = np.random.SeedSequence(3).spawn(40)
-    side_by_side = [JobSample(min_data_parallel=spec.data_parallel) for _ in seeds]
-    play_samples(spec, [np.random.default_rng(s) for s in seeds], side_by_side)
-    for s, played in zip(seeds, side_by_side):
-        alone = JobSample(min_data_parallel=spec.data_parallel)
-        play_job(spec, np.random.default_rng(s), alone)
-        assert played == alone
+    side_by_side = assert_side_by_side_as_alone(spec, np.random.SeedSequence(3).spawn(40))
     assert all(played.stopped_by == "interruptions" for played in side_by_side)
 
 
