@@ -114,7 +114,8 @@ WINDOW = 8          # words a sample played by the event loop takes from its row
 
 class Rows:
     """The draws of many samples side by side, a row each: the words not yet read from each sample's own
-    generator, decoded both ways (``decoded``). Row ``r``'s next word is ``at[r]``, its last ``end[r] - 1``."""
+    generator, decoded both ways (``decoded``), up to the row's end. Row ``r``'s next word is ``at[r]`` (a
+    row not yet filled reads as read to its end)."""
 
     def __init__(self, rngs: list[np.random.Generator]):
         self.rngs = rngs
@@ -122,22 +123,21 @@ class Rows:
         self.words = np.empty((m, ROW_WORDS), dtype=np.uint64)
         self.uniform = np.empty((m, ROW_WORDS))
         self.fast = np.empty((m, ROW_WORDS))
-        self.at = np.zeros(m, dtype=np.intp)
-        self.mark = np.zeros(m, dtype=np.intp)     # the first word a row keeps: it may be read again from there
-        self.end = np.zeros(m, dtype=np.intp)
+        self.at = np.full(m, ROW_WORDS, dtype=np.intp)
+        self.mark = np.full(m, ROW_WORDS, dtype=np.intp)    # the first word a row keeps: it may be read again
 
     def top_up(self, rows: np.ndarray) -> None:
         """``rows`` (indices) filled to the end: the words from the mark moved to the front, the generator's
         next after them."""
-        words, at, mark, end = self.words, self.at, self.mark, self.end
+        words, at, mark = self.words, self.at, self.mark
         for r in rows.tolist():
-            kept = end[r] - mark[r]
+            kept = ROW_WORDS - mark[r]
             if kept > ROW_WORDS - WINDOW:
                 raise RuntimeError(f"row {r}: {kept} words kept past its mark, more than a row holds")
-            words[r, :kept] = words[r, mark[r]:end[r]]
+            words[r, :kept] = words[r, mark[r]:]
             words[r, kept:] = self.rngs[r].bit_generator.random_raw(ROW_WORDS - kept)
         at[rows] -= mark[rows]
-        mark[rows], end[rows] = 0, ROW_WORDS
+        mark[rows] = 0
         self.uniform[rows], self.fast[rows] = decoded(words[rows])
 
     def exponential_at(self, r: int, p: int) -> tuple[float, int] | None:
@@ -159,11 +159,11 @@ class Rows:
     def handed_over(self, r: int) -> Draws:
         """Row ``r``'s sample's draws from here on, as a ``Draws`` of its own (the row is left behind)."""
         draws = Draws(self.rngs[r])
-        a, b = int(self.at[r]), int(self.end[r])
-        draws.words = self.words[r, a:b].copy()
-        draws.uniform, draws.fast = self.uniform[r, a:b].tolist(), self.fast[r, a:b].tolist()
-        draws.n, draws.block = b - a, MAX_BLOCK
-        self.at[r] = b
+        a = int(self.at[r])
+        draws.words = self.words[r, a:].copy()
+        draws.uniform, draws.fast = self.uniform[r, a:].tolist(), self.fast[r, a:].tolist()
+        draws.n, draws.block = ROW_WORDS - a, MAX_BLOCK
+        self.at[r] = ROW_WORDS
         return draws
 
 
@@ -182,7 +182,7 @@ class RowDraws(Draws):
         rows, r = self.rows, self.r
         if not self.rewind:
             rows.mark[r] = rows.at[r]
-        if rows.end[r] - rows.at[r] < WINDOW:
+        if ROW_WORDS - rows.at[r] < WINDOW:
             rows.top_up(np.array([r]))
         a = int(rows.at[r])
         b = a + WINDOW

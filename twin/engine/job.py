@@ -266,11 +266,11 @@ def simulate_job(spec: JobSpec, rng: np.random.Generator, record: bool = False) 
     return run.out
 
 
-def _played(spec: JobSpec, rng: np.random.Generator) -> JobSample:
-    """One sample by the plain event loop (``job_loop.py``): the same sample as ``simulate_job``, without a
-    timeline, in a fraction of the time."""
+def _played(spec: JobSpec, rng: np.random.Generator, record: bool = False) -> JobSample:
+    """One sample by the plain event loop (``job_loop.py``): the same sample as ``simulate_job``, in a fraction
+    of the time; ``record`` keeps its timeline."""
     out = JobSample(min_data_parallel=spec.data_parallel)
-    play_job(spec, rng, out)
+    play_job(spec, rng, out, record)
     return out
 
 
@@ -322,8 +322,7 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     runs = [run for half in split_map(partial(_seeded, spec), halves, worth) for run in half]
     order = np.argsort([r.wall_s for r in runs], kind="stable")
     median_index = int(order[(samples - 1) // 2])
-    median = JobSample(min_data_parallel=spec.data_parallel)
-    play_job(spec, np.random.default_rng(seeds[median_index]), median, record=True)
+    median = _played(spec, np.random.default_rng(seeds[median_index]), record=True)
     return JobStats(tuple(runs), median, spec.ideal_s)
 
 

@@ -30,6 +30,7 @@ from twin.engine.job_loop import Sample, advanced, played_on
 LOCKSTEP_SAMPLES = 32
 _REPAIR_SLOTS = 16      # nodes in repair a row holds at first; doubled when a sample needs more
 _COMPACT_EVERY = 8      # steps between takings back of repaired nodes (``_Lockstep._compact``)
+_STEP_WORDS = 3         # words a common failure reads: its component, its next interval, a repair
 # A job whose failures are mostly not common (few spares, long repairs: most wait for a node) is played one
 # sample at a time: checked after _TRIAL_STEPS steps, when more than _MOST_APART of its failures were played
 # apart.
@@ -150,8 +151,8 @@ class _Lockstep:
         left, steps, apart = len(self.samples), 0, 0
         while left >= LOCKSTEP_SAMPLES and (steps < _TRIAL_STEPS or apart <= _MOST_APART * steps * left):
             rows.mark[:] = rows.at                    # a step's first word: a sample played apart reads from it
-            if rows.at.max() > ROW_WORDS - 3:
-                rows.top_up(np.flatnonzero(live & (rows.at > ROW_WORDS - 3)))
+            if rows.at.max() > ROW_WORDS - _STEP_WORDS:
+                rows.top_up(np.flatnonzero(live & (rows.at > ROW_WORDS - _STEP_WORDS)))
             uncommon = self._step()
             played_apart = np.flatnonzero(uncommon).tolist()
             apart += len(played_apart)
@@ -170,8 +171,7 @@ class _Lockstep:
             sample = self.samples[r]
             restarting = bool(self.restarting[r])
             durable = self._left(r)
-            sample.draws = rows.handed_over(r)
-            sample.exponential, sample.random = sample.draws.exponential, sample.draws.random
+            sample.reads(rows.handed_over(r))
             durable = advanced(sample, durable, True) if restarting else durable
             if durable is not None:
                 played_on(sample, durable)

@@ -101,11 +101,15 @@ class Sample:
         self.cumulative = cumulative.tolist()   # a list: bisected at every failure
         self.next_failure_s = math.inf          # the failures' clock: when the next one fires
         self.redraw = self.rate_full > 0        # the next interval is drawn when the job next waits
-        self.draws = draws                      # the generator's own numbers, without a call into numpy per draw
-        self.exponential, self.random = draws.exponential, draws.random
+        self.reads(draws)
         self.cycles: dict[int, tuple] = {}      # replicas running → (step, checkpoint cycle)
         self.requeue_s = requeue_s(spec.relaunch_s, spec.checkpoint.read_s)
         self.horizon_s = spec.horizon_s
+
+    def reads(self, draws: Draws) -> None:
+        """Draw from ``draws`` from here on: the generator's own numbers, without a call into numpy per draw."""
+        self.draws = draws
+        self.exponential, self.random = draws.exponential, draws.random
 
     # -- the failures' clock --------------------------------------------------------------------
     def draw_interval(self) -> None:
