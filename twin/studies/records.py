@@ -31,7 +31,8 @@ RUN_METRICS = ("ideal_time_to_train_s", "goodput", "interruptions", "finished")
 @dataclass(frozen=True)
 class RankedPlan(Record):
     """A plan a search kept: its cluster option, its closed-form estimate and, when the top
-    candidates were played in full (SimPy step, failure Monte Carlo), that result."""
+    candidates were played in full (SimPy step, failure Monte Carlo), that result, without its
+    timelines (``twin run`` on the plan's scenario shows them)."""
     option: dict[str, Any]           # the varied keys of the cluster option ({} when the cluster is fixed)
     estimate: PlanEstimate
     result: TrainingResult | None = None
