@@ -31,7 +31,8 @@ from twin.api import estimate, parse_scenario, prepare, scenario_data, simulate,
 from twin.errors import InfeasibleError
 from twin.network.fabric_cache import _cached_fabric, _cached_graph
 from twin.studies.executor import executor
-from twin.studies.search import _closed_form_pass, _Tally
+from twin.cores import one_core
+from twin.studies.search import _Bound, _closed_form_pass, _Tally
 from twin.studies.space import Axis, Space, space
 from twin.studies.sweep import sweep
 
@@ -54,7 +55,7 @@ def plan_search() -> None:
         wall, cpu = time.perf_counter(), time.process_time()
         prepared = prepare(parse_scenario(data))
         tally = _Tally()
-        _closed_form_pass(prepared, {}, [], tally, 10**9)
+        _closed_form_pass(prepared, {}, [], tally, 10**9, _Bound(0))     # every sized plan evaluated
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         rates.append((tally.evaluated / wall, tally.evaluated / cpu, tally))
     wall_rate, cpu_rate, tally = max(rates, key=lambda r: r[1])
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="local worker processes of the sweep (default 2)")
     parser.add_argument("--quick", action="store_true", help="a 2,000-point sweep")
     args = parser.parse_args()
+    one_core()                 # the plan search in this one process; the sweep's workers are processes of their own
     plan_search()
     sweep_speed(2_000 if args.quick else args.points, args.workers)
 

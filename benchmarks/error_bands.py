@@ -1,6 +1,7 @@
 """Write twin/catalog/data/error_bands.yaml: the validation cases' errors, from which every answer's band is drawn.
 
     python benchmarks/error_bands.py            # runs the validation (a few minutes), rewrites the file
+    python benchmarks/error_bands.py --workers 2
 
 One row per training-throughput case (``twin/validation/cases``) and per serving row
 (``cases/serving``): its id, group, GPU, stack or engine, and its error, predicted / published - 1.
@@ -10,6 +11,7 @@ One row per training-throughput case (``twin/validation/cases``) and per serving
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
@@ -62,8 +64,10 @@ def serving_rows(workers: int) -> list[dict]:
 def main() -> int:
     import yaml
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1, help="processes that run the validation (default 1)")
+    workers = max(1, parser.parse_args().workers)
     sys.path.insert(0, str(ROOT))
-    workers = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     data = {"source": "python benchmarks/error_bands.py (the validation of twin/validation/cases)",
             "training": training_rows(workers), "serving": serving_rows(workers)}
     TARGET.write_text(HEADER + yaml.safe_dump(data, sort_keys=False, width=200), encoding="utf-8")
