@@ -334,7 +334,9 @@ def test_failures_by_cause_are_reported_against_the_profile_components_of_their_
 def test_twin_run_prints_the_band_after_its_summary():
     code, out, err, _ = cli("run", str(SUPERPOD))
     assert code == 0, err
-    assert "error band -11% to +12%" in out and "nemo-2024 on h100-sxm" in out
+    # NeMo's five H100 cases err by -1.5%, +2.8%, +3.8%, +7.7% and +17.8%: the 90th percentile of |ln(1 + e)|
+    # is 0.0742 + 0.6 · (0.1638 - 0.0742) = 0.128, f = 1.137, so -12% to +14%.
+    assert "error band -12% to +14%" in out and "nemo-2024 on h100-sxm" in out
 
 
 def test_a_profile_fitted_on_another_gpu_is_used_with_a_warning(site):

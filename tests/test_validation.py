@@ -288,3 +288,13 @@ def test_the_report_sets_each_serving_role_against_its_target(serving_outcomes):
         met = groups[f"all {role} rows"].mae <= SERVING_TARGETS[role]
         assert line.startswith(f"serving MAPE, {role} rows ({groups[f'all {role} rows'].rows}): ")
         assert line.endswith(f"(target ≤ {100 * SERVING_TARGETS[role]:.0f}%: {'met' if met else 'NOT met'})")
+
+
+def test_the_error_bands_are_the_validations_errors_now(outcomes, serving_outcomes):
+    """Every answer's band is drawn from catalog ``error_bands.yaml`` (``twin/bands.py``): its rows are the errors the
+    validation gives now, so a change that moves them writes the file anew (``python benchmarks/error_bands.py``)."""
+    bands = catalog.table("error_bands")
+    training = {o.case.id: round(o.error, 5) for o in outcomes if o.case.throughput and o.error is not None}
+    serving = {o.case.id: round(o.error, 5) for o in serving_outcomes if not math.isnan(o.error)}
+    assert {r["id"]: r["error"] for r in bands["training"]} == training
+    assert {r["id"]: r["error"] for r in bands["serving"]} == serving
