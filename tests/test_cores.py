@@ -182,19 +182,51 @@ def test_a_split_plan_search_counts_and_keeps_what_one_pass_does():
 
 
 def test_the_plans_a_search_plays_in_full_come_back_in_order_from_two_cores():
-    """The refined plans and the scenario's own, taken by two cores as each is free, the longest to train first:
-    the same plans, results and scenario plan as one process plays them in order."""
+    """The refined plans and the scenario's own, their steps taken by two cores as each is free, the longest to
+    train first, then each core's Monte Carlos played side by side: the same plans, results and scenario plan as
+    one process plays them one by one, each Monte Carlo alone."""
     _run("""
         import json
         import twin.studies.search as search
-        from twin.api import scenario_data
-        data = scenario_data("scenarios/superpod.yaml")
+        from twin.api import scenario_data, with_overrides
+        from twin.engine.job import monte_carlo
+        data = with_overrides(scenario_data("scenarios/superpod.yaml"), {"failures.samples": 40})
         def record():
             return json.dumps(search.search_plans(data, "superpod", "time", top=3, refine=3).to_dict(), sort_keys=True)
         split = record()
-        search.shared_map = lambda play, items, worth: [play(item) for item in items]
+        monte_carlo.cache_clear()
+        search.shared_then = lambda first, then, items, worth: [then([(item, first(item))])[0] for item in items]
+        search.play_ahead = lambda jobs: None
         assert split == record()
         assert json.loads(split)["scenario_plan"] is not None and len(json.loads(split)["plans"]) == 3
+    """)
+
+
+def test_items_shared_then_finished_together_come_back_in_order():
+    """``shared_then``: each item's first part worked out once, by the parent or the child, then each process
+    finishes what it took in one call; the answers in the items' order; a child that fails costs only time."""
+    _run("""
+        import os, time
+        from twin.cores import shared_then
+        parent = os.getpid()
+        def first(i):
+            if i == 0:
+                time.sleep(0.5)
+            return i * i
+        calls = []
+        def then(taken):
+            calls.append(len(taken))
+            return [(square, i, os.getpid()) for i, square in taken]
+        got = shared_then(first, then, list(range(12)), True)
+        assert [(square, i) for square, i, _ in got] == [(i * i, i) for i in range(12)]
+        by_parent = [i for square, i, pid in got if pid == parent]
+        assert by_parent and len(by_parent) < 12 and calls == [len(by_parent)]     # the parent finished once
+        assert shared_then(first, then, list(range(1, 5)), False) == [(i * i, i, parent) for i in range(1, 5)]
+        def fails_in_a_child(taken):
+            if os.getpid() != parent:
+                raise RuntimeError("lost")
+            return [i for i, _ in taken]
+        assert shared_then(lambda i: time.sleep(0.01), fails_in_a_child, list(range(8)), True) == list(range(8))
     """)
 
 

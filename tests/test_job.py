@@ -282,6 +282,57 @@ def test_samples_played_side_by_side_are_the_event_loops(spares, repair_h, resta
     assert_side_by_side_as_alone(spec, np.random.SeedSequence(seed).spawn(samples))
 
 
+job_settings = st.fixed_dictionaries({
+    "spares": st.integers(0, 40), "repair_h": st.floats(0.01, 240.0), "restart_s": st.floats(1.0, 3600.0),
+    "days": st.floats(0.5, 6.0), "write_s": st.floats(1.0, 600.0), "asynchronous": st.booleans(),
+    "step_s": st.floats(2.0, 20.0), "nodes": st.sampled_from([512, 1024, 2048]), "idle_gpus": st.integers(0, 7),
+    "horizon": st.one_of(st.none(), st.floats(0.3, 1.5)), "bound": st.one_of(st.none(), st.integers(1, 300)),
+    "samples": st.integers(1, 24)})
+
+
+def spec_of(k: dict) -> JobSpec:
+    """A job of ``job_settings``: spec_16k's on ``nodes`` nodes, some GPUs of the last one idle (a failure's kinds
+    in other shares), its step, checkpoints, repairs, restarts and bounds its own."""
+    spec = spec_16k(write_s=k["write_s"], spares=k["spares"], repair_s=k["repair_h"] * 3600.0, days=k["days"],
+                    restart_s=k["restart_s"])
+    if k["asynchronous"]:
+        spec = replace(spec, checkpoint=replace(spec.checkpoint, asynchronous=True, stall_s=k["write_s"] / 10))
+    return replace(spec, step_s=k["step_s"], iterations=int(k["days"] * SECONDS_PER_DAY / k["step_s"]),
+                   nodes=k["nodes"], gpus=8 * k["nodes"] - k["idle_gpus"], data_parallel=k["nodes"] // 16,
+                   horizon_s=k["horizon"] * k["days"] * SECONDS_PER_DAY if k["horizon"] else math.inf,
+                   max_interruptions=k["bound"] or math.inf)
+
+
+@settings(max_examples=20, deadline=None)
+@given(jobs=st.lists(job_settings, min_size=2, max_size=4), seed=st.integers(0, 2**31))
+def test_several_jobs_played_side_by_side_are_each_the_event_loops(jobs, seed):
+    """Jobs that differ in all but their failure profile (step, size, checkpoints synchronous or not, repairs,
+    restarts, horizon, failure bound) played in one array: every sample of each is the event loop's own."""
+    from twin.engine.job import JobSample
+    from twin.engine.job_lockstep import play_jobs
+    from twin.engine.job_loop import play_job
+
+    specs = [spec_of(k) for k in jobs]
+    seeds = [np.random.SeedSequence([seed, i]).spawn(k["samples"]) for i, k in enumerate(jobs)]
+    outs = [[JobSample(min_data_parallel=spec.data_parallel) for _ in job_seeds] for spec, job_seeds in
+            zip(specs, seeds)]
+    play_jobs([(spec, [np.random.default_rng(s) for s in job_seeds], job_outs)
+               for spec, job_seeds, job_outs in zip(specs, seeds, outs)])
+    for spec, job_seeds, job_outs in zip(specs, seeds, outs):
+        for s, played in zip(job_seeds, job_outs):
+            alone = JobSample(min_data_parallel=spec.data_parallel)
+            play_job(spec, np.random.default_rng(s), alone)
+            assert played == alone
+
+
+def test_a_job_without_checkpoints_is_not_played_in_one_array_with_one_that_has_them():
+    from twin.engine.job_lockstep import play_jobs
+
+    spec = spec_16k(days=1.0)
+    with pytest.raises(ValueError, match="share"):
+        play_jobs([(spec, [], []), (replace(spec, interval_iterations=None), [], [])])
+
+
 def assert_side_by_side_as_alone(spec: JobSpec, seeds: list) -> list:
     """Each sample of ``seeds`` played side by side is the event loop's own sample; returns them."""
     from twin.engine.job import JobSample

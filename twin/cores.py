@@ -4,9 +4,11 @@ The failure Monte Carlo plays each sample from its own seed, and a fit searches 
 own, so the items of either list are independent and their order is fixed by their index. When the work is
 large (the 16,384-GPU scenario plays about 75,000 failures over its hundred samples), the process forks once:
 the child works out the second half of the list and sends it back through a pipe, the parent the first half
-meanwhile (``split_map``). Items of unequal and uncertain work, as the plans a search plays in full, are taken
-one at a time by whichever process is free instead (``shared_map``). The list comes back in its order, each
-item the one a single process gives, so every number is the same.
+meanwhile (``split_map``). Items of unequal and uncertain work are taken one at a time by whichever process is
+free instead (``shared_map``); where the items then gain from being finished together, each process finishes
+those it took in one call (``shared_then``: the plans a search plays in full, their steps one by one, then
+their Monte Carlos in one array). The list comes back in its order, each item the one a single process gives,
+so every number is the same.
 
 The fork is taken only where it is safe and pays:
 
@@ -122,6 +124,34 @@ def _taken(play: Callable[[Item], Result], items: Sequence[Item], queue_fd: int)
         i = int.from_bytes(index, "little")
         out[i] = play(items[i])
     return out
+
+
+def shared_then(first: Callable[[Item], Any], then: Callable[[list[tuple[Item, Any]]], list[Result]],
+                items: Sequence[Item], worth: bool) -> list[Result]:
+    """``then`` of the items with their ``first``, in the items' order: each process (as in ``shared_map``) takes
+    items one at a time and works out ``first`` of each, then finishes all it took at once, ``then([(item,
+    first), ...])`` giving an answer for each, in the order given: for work that gains from being finished
+    together (several plans' Monte Carlos in one array) after a first part of unequal and uncertain work (their
+    steps). The same list either way, as long as each answer depends on its item alone."""
+    if not (worth and 2 <= len(items) <= _QUEUE_BYTES // _INDEX_BYTES and can_split()):
+        return then([(item, first(item)) for item in items])
+    queue_fd, fill_fd = os.pipe()
+    os.write(fill_fd, b"".join(i.to_bytes(_INDEX_BYTES, "little") for i in range(len(items))))
+    os.close(fill_fd)
+
+    def mine() -> dict[int, Result]:
+        taken = _taken(first, items, queue_fd)
+        return dict(zip(taken, then([(items[i], found) for i, found in taken.items()])))
+
+    try:
+        done, theirs = _forked(mine, mine)
+    finally:
+        os.close(queue_fd)
+    done.update(theirs or {})
+    left = [i for i in range(len(items)) if i not in done]     # the child's, when it sent nothing back
+    if left:
+        done.update(zip(left, then([(items[i], first(items[i])) for i in left])))
+    return [done[i] for i in range(len(items))]
 
 
 def _forked(mine: Callable[[], Result], theirs: Callable[[], Any]) -> tuple[Result, Any]:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "OperationsResult", "Scenario", "build",
            "prepare", "estimate", "plan_memory", "plan_step_s", "plan_passes_floor_s", "plan_step_floor_s",
-           "gemm_floor_s", "memory_of", "step_of", "simulate", "run_file", "run_dict",
+           "gemm_floor_s", "memory_of", "step_of", "job_of", "play_ahead", "simulate", "run_file", "run_dict",
            "run_text", "capacity", "capacity_file", "gpus_for_rate", "fabric_file", "catalog_names", "load_scenario",
            "parse_scenario", "parse_yaml", "decode", "scenario_from_text", "scenario_data", "with_overrides",
            "check_key", "TrainingResult", "scenario_calibration",
@@ -49,8 +49,8 @@ __all__ = ["Built", "Prepared", "Result", "ServingResult", "CapacityResult", "Op
 # Training, serving and operations (their engines, records and the modules below them) load when first
 # asked for, so that a training run or a plan search does not import serving and operations, nor a serving
 # run the training engine (PEP 562 module __getattr__).
-_TRAINING = ("Built", "Prepared", "build", "estimate", "memory_of", "plan_memory", "plan_step_s", "prepare",
-             "simulate_training", "step_of")
+_TRAINING = ("Built", "Prepared", "build", "estimate", "job_of", "memory_of", "plan_memory", "plan_step_s",
+             "play_ahead", "prepare", "simulate_training", "step_of")
 _FLOORS = ("gemm_floor_s", "plan_passes_floor_s", "plan_step_floor_s")
 _SERVING = ("capacity", "gpus_for_rate", "simulate_serving")
 _RECORDS = ("CapacityResult", "OperationsResult", "ServingResult", "TrainingResult")

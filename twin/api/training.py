@@ -41,7 +41,8 @@ from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, PlanRequest, resolve_plan
 
 if TYPE_CHECKING:
-    from twin.engine.job import FailureSummary
+    from twin.engine.job import FailureSummary, JobSpec
+    from twin.jobs.failures import FailurePolicy
 
 
 @dataclass(frozen=True)
@@ -276,15 +277,45 @@ def _with_data_and_building(scenario: Scenario, built: Built, step: StepBreakdow
     """The result of a scenario with ``training.data`` (the step waits for its loader; the storage record)
     or ``site.cooling`` (the building's year); their models load only for such a scenario."""
     from twin.api.building import building_of
-    from twin.api.storage import data_feed_of, storage_of, storage_warnings, with_data_wait
+    from twin.api.storage import storage_of, storage_warnings
 
-    feed = data_feed_of(scenario, built.cluster, built.plan.gpus, step)
-    result = _result(built, with_data_wait(step, feed), iteration)
+    result = _result(built, _fed(scenario, built, step) if scenario.training.data is not None else step, iteration)
     storage = storage_of(scenario, built.cluster, result, step.step_s)
     if storage is None and scenario.site.cooling is None:
         return result
     return replace(result, storage=storage, building=building_of(scenario),
                    warnings=list(result.warnings) + (storage_warnings(storage) if storage else []))
+
+
+def _fed(scenario: Scenario, built: Built, step: StepBreakdown) -> StepBreakdown:
+    """The step waiting for its data loader (``training.data``)."""
+    from twin.api.storage import data_feed_of, with_data_wait
+
+    return with_data_wait(step, data_feed_of(scenario, built.cluster, built.plan.gpus, step))
+
+
+def job_of(scenario: Scenario) -> tuple[JobSpec, int, int] | None:
+    """The failure Monte Carlo ``simulate_training`` plays for ``scenario`` (``monte_carlo``'s arguments: the job,
+    its seed, its samples), None where it plays none: for a study to play several scenarios' Monte Carlos at
+    once (``engine.job.play_ahead``). The step is played on the way, and kept as ``simulate_training`` keeps it."""
+    if not scenario.failures.enabled:
+        return None
+    built = build(scenario)
+    step = simulate_iteration(built.costs, built.plan).breakdown
+    if scenario.training.data is not None:
+        step = _fed(scenario, built, step)
+    policy = failure_policy_of(scenario.failures, scenario.cluster)
+    if scenario.training.tokens / _rates(built, step)["tokens_per_s"] > policy.horizon_s:
+        return None
+    return _job_spec(built, step, policy), policy.seed, policy.samples
+
+
+def play_ahead(jobs: list[tuple[JobSpec, int, int]]) -> None:
+    """Several scenarios' failure Monte Carlos (``job_of``'s) played at once, their samples side by side where
+    they may, for ``simulate_training`` to answer each from (``engine.job.play_ahead``)."""
+    from twin.engine.job import play_ahead as played_ahead
+
+    played_ahead(jobs)
 
 
 def _idle_reason(plan: ParallelPlan, tr: Training, cluster: ClusterSpec) -> str:
@@ -319,9 +350,9 @@ class _JobRun:
     events: list[Event] = field(default_factory=list)
 
 
-def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnings: list[str]) -> _JobRun:
+def _job_run(b: Built, step: StepBreakdown, ideal_s: float, warnings: list[str]) -> _JobRun:
     """The job with failures (a Monte Carlo over samples), or the ideal run when failures are off."""
-    sc, tr, plan, cluster = b.scenario, b.scenario.training, b.plan, b.cluster
+    sc = b.scenario
     if not sc.failures.enabled:
         return _JobRun(ideal_s, segments=[Segment(0.0, ideal_s, "train")])
     policy = failure_policy_of(sc.failures, sc.cluster)
@@ -329,10 +360,9 @@ def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnin
         warnings.append(f"did not finish: even without failures the run takes {fmt_duration(ideal_s)}, beyond "
                         f"the {fmt_duration(policy.horizon_s)} horizon (failures.horizon); not simulated")
         return _JobRun(policy.horizon_s, finished=False, segments=[Segment(0.0, policy.horizon_s, "train")])
-    from twin.engine.job import job_spec, job_summary, monte_carlo   # the job simulation: only with failures on
+    from twin.engine.job import job_summary, monte_carlo   # the job simulation: only with failures on
 
-    spec = job_spec(policy, checkpoint_policy_of(tr.checkpoint), cluster, trained, tr.precision,
-                    tr.tokens, plan.gpus, plan.data, plan.tokens_per_step, step.step_s, b.finetune.frozen)
+    spec = _job_spec(b, step, policy)
     stats = monte_carlo(spec, policy.seed, policy.samples)
     failures = job_summary(spec, stats, policy.seed)
     time_s = failures.time_to_train_s.p50
@@ -345,6 +375,16 @@ def _job_run(b: Built, step: StepBreakdown, ideal_s: float, trained: int, warnin
                         + "; the times are lower bounds")
     return _JobRun(time_s, failures.interruptions.p50, ideal_s / time_s, stats.median.finished, failures,
                    stats.median.segments, stats.median.events)
+
+
+def _job_spec(b: Built, step: StepBreakdown, policy: FailurePolicy) -> JobSpec:
+    """The job whose failures are simulated: the scenario's tokens at its step on the plan's GPUs."""
+    from twin.engine.job import job_spec
+
+    tr, plan = b.scenario.training, b.plan
+    return job_spec(policy, checkpoint_policy_of(tr.checkpoint), b.cluster, trainable_params(b.model, b.finetune),
+                    tr.precision, tr.tokens, plan.gpus, plan.data, plan.tokens_per_step, step.step_s,
+                    b.finetune.frozen)
 
 
 def _memory_advice(b: Built, warnings: list[str]) -> list[str]:
@@ -414,7 +454,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     trained = trainable_params(model, b.finetune)
     ideal_s = tr.tokens / rates["tokens_per_s"]
     warnings: list[str] = []
-    job = _job_run(b, step, ideal_s, trained, warnings)
+    job = _job_run(b, step, ideal_s, warnings)
     advice = _memory_advice(b, warnings)
     warnings += _plan_warnings(b, trained)
     fabric = b.comm.summary()

@@ -8,6 +8,10 @@ step, with numpy over the samples. Each sample's draws are its own generator's, 
 its row of ``Rows`` (``draws.py``); a draw on the ziggurat's rare path is read word by word from the row, or
 past its end by the sample's ``RowDraws``.
 
+Several jobs' samples may share the arrays (``play_jobs``): jobs of one failure profile that all checkpoint (or
+none), each sample with its own job's step, cycle, failure rate and shares, size and bounds (a value for all
+where the samples agree, an array over them where they do not).
+
 A sample whose failure is not common (training ends first; it waits for a repaired node; it reaches the
 failure bound or the horizon) keeps its state at the step's start, is played by the event loop up to the
 start of its next block of training (``Sample.advance``) and joins the others again. Below
@@ -43,11 +47,33 @@ def lockstep_plays(spec, samples: int) -> bool:
     return samples >= LOCKSTEP_SAMPLES and not spec.allow_shrink and spec.profile.shares(spec.gpus, spec.nodes)[0] > 0
 
 
+def alike(spec) -> tuple:
+    """What jobs played side by side in one array (``play_jobs``) share: their failure profile's components (a
+    failure's kinds) and whether they checkpoint; the rest (step, cycle, failure rate, sizes, bounds) may differ
+    from sample to sample."""
+    return tuple((c.name, c.replace) for c in spec.profile.components), spec.interval_iterations is None
+
+
 def play_samples(spec, rngs: list[np.random.Generator], outs: list) -> None:
     """Play a sample of ``spec`` (a ``JobSpec`` that does not shrink, with failures) with each generator of
     ``rngs`` into the fresh ``JobSample`` of ``outs`` at the same place: what ``play_job`` gives each."""
+    play_jobs([(spec, rngs, outs)])
+
+
+def play_jobs(jobs: list[tuple]) -> None:
+    """``play_samples`` for several jobs (spec, generators, samples) at once, their samples side by side in one
+    array: a step costs about as much for a thousand samples as for a hundred. The jobs are ``alike``."""
+    if len({alike(spec) for spec, _, _ in jobs}) > 1:
+        raise ValueError("jobs played side by side share their failure components and checkpointing")
     with np.errstate(all="ignore"):          # the rows of samples done compute on, unread
-        _Lockstep(spec, rngs, outs).play()
+        _Lockstep(jobs).play()
+
+
+def _per_sample(values: list) -> float | np.ndarray:
+    """One value for every sample where they all agree (the arithmetic of one job's samples, as it was), else
+    an array of each sample's."""
+    first = values[0]
+    return first if all(v == first for v in values) else np.array(values)
 
 
 class _Lockstep:
@@ -64,18 +90,34 @@ class _Lockstep:
       that needs more spares than are counted is played by the event loop, which counts them all;
     - failures by component, checkpoints and spares used: integers, counted apart and added at the end."""
 
-    def __init__(self, spec, rngs: list[np.random.Generator], outs: list):
-        self.spec = spec
-        self.rows = rows = Rows(rngs)
-        self.samples = [Sample(spec, RowDraws(rows, r), out) for r, out in enumerate(outs)]
-        m = len(outs)
-        first = self.samples[0]
-        self.names = [c.name for c in spec.profile.components]
-        self.replaces = np.array([c.replace for c in spec.profile.components])
-        self.cumulative = np.array(first.cumulative)
-        self.step_s, self.cycle = first.step_and_cycle()     # all replicas: missing nodes come back first
-        self.rate_full_per_s = first.rate_full                 # the failure rate with every node running
-        self.requeue_s = first.requeue_s
+    def __init__(self, jobs: list[tuple]):
+        specs = [spec for spec, rngs, _ in jobs for _ in rngs]
+        self.rows = rows = Rows([rng for _, rngs, _ in jobs for rng in rngs])
+        self.samples = [Sample(spec, RowDraws(rows, r), out)
+                        for r, (spec, out) in enumerate(zip(specs, [out for _, _, outs in jobs for out in outs]))]
+        m = len(self.samples)
+        components = specs[0].profile.components
+        self.names = [c.name for c in components]
+        self.replaces = np.array([c.replace for c in components])
+        # Each sample's job: one value where the samples agree, else an array over them (``_per_sample``).
+        cumulative = [sample.cumulative for sample in self.samples]
+        self.cumulative = np.array(cumulative[0] if all(c == cumulative[0] for c in cumulative) else cumulative)
+        cycles = [sample.step_and_cycle() for sample in self.samples]   # all replicas: missing nodes come back
+        self.step_s = _per_sample([step for step, _ in cycles])
+        self.train_s = _per_sample([cycle.train_s for _, cycle in cycles])
+        self.stall_s = _per_sample([cycle.checkpoint_s for _, cycle in cycles])
+        self.lag_s = _per_sample([cycle.durable_lag_s for _, cycle in cycles])
+        self.rate_full_per_s = _per_sample([sample.rate_full for sample in self.samples])   # every node running
+        self.requeue_s = _per_sample([sample.requeue_s for sample in self.samples])
+        self.iterations = _per_sample([spec.iterations for spec in specs])
+        self.every = None if specs[0].interval_iterations is None else _per_sample(
+            [spec.interval_iterations for spec in specs])
+        self.nodes = _per_sample([spec.nodes for spec in specs])
+        self.detection_s = _per_sample([spec.detection_s for spec in specs])
+        self.repair_mean_s = _per_sample([spec.repair_mean_s for spec in specs])
+        self.horizon_s = _per_sample([spec.horizon_s for spec in specs])
+        self.max_interruptions = _per_sample([spec.max_interruptions for spec in specs])
+        self.bounded = bool(np.any(self.horizon_s < math.inf)), bool(np.any(self.max_interruptions < math.inf))
         self.first_word = np.arange(m) * ROW_WORDS             # each row's first word in the flat rows
         self.live, self.restarting = np.ones(m, dtype=bool), np.zeros(m, dtype=bool)
         self.t, self.next_s, self.returned_at = np.zeros(m), np.zeros(m), np.zeros(m)
@@ -185,7 +227,11 @@ class _Lockstep:
         rows = self.rows
         word = self.first_word + rows.at
         fast = rows.fast.ravel()
-        component = np.searchsorted(self.cumulative, rows.uniform.ravel().take(word), side="right")
+        drawn = rows.uniform.ravel().take(word)
+        if self.cumulative.ndim == 1:
+            component = np.searchsorted(self.cumulative, drawn, side="right")
+        else:                                  # each sample's own shares: the count of bounds at or below its draw
+            component = np.count_nonzero(self.cumulative <= drawn[:, None], axis=1)
         np.minimum(component, len(self.names) - 1, out=component)
         replace = self.replaces.take(component)
         first, repair = fast.take(word + 1), fast.take(word + 2)
@@ -216,45 +262,46 @@ class _Lockstep:
     def _training_stopped(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For a sample training, its block's end and what its failure stops (``Sample._cycles``): the work
         since the last durable checkpoint lost, the checkpoints made durable and the time they took."""
-        t, next_s, cycle, every = self.t, self.next_s, self.cycle, self.spec.interval_iterations
-        remaining = self.spec.iterations - self.durable
+        t, next_s, every = self.t, self.next_s, self.every
+        remaining = self.iterations - self.durable
         if every is None:
             return t + remaining * self.step_s, next_s - t, np.zeros_like(t), np.zeros_like(t)
         checkpoints = np.ceil(remaining / every)
         checkpoints -= 1.0
         np.maximum(checkpoints, 0.0, out=checkpoints)
-        end_s = t + (remaining * self.step_s + checkpoints * cycle.checkpoint_s)
-        trained_s, saved, checkpoint_s = _interrupted(next_s - t, cycle, checkpoints)
-        return end_s, trained_s - saved * cycle.train_s, saved, checkpoint_s     # ``lost_s``: less 0 if none saved
+        end_s = t + (remaining * self.step_s + checkpoints * self.stall_s)
+        trained_s, saved, checkpoint_s = _interrupted(next_s - t, self.train_s, self.stall_s, self.lag_s, checkpoints)
+        return end_s, trained_s - saved * self.train_s, saved, checkpoint_s     # ``lost_s``: less 0 if none saved
 
     def _step(self) -> np.ndarray:
         """The next failure of every live sample; returns the live samples whose failure is not common, which
         keep their state at the step's start."""
-        spec, rows, live = self.spec, self.rows, self.live
+        rows, live = self.rows, self.live
         t, next_s, durable, restarting, missing = self.t, self.next_s, self.durable, self.restarting, self.missing
         component, replace, first, repair, words = self._draws()
         # What the failure stops: training, or a restart begun at t (in its detection, or relaunching on the
         # spares taken when it was detected).
         training = ~restarting
         end_s, lost_s, saved, checkpoint_s = self._training_stopped()
-        detected_before_s = t + spec.detection_s
+        detected_before_s = t + self.detection_s
         relaunching = restarting & (next_s >= detected_before_s)
         refilled = np.where(relaunching, missing, 0)
         spares = self.spares - refilled
         # The failure, its next interval drawn at the rate of the nodes running then, and the restart after it.
         missing_then = missing - refilled
-        interval_s = 1.0 / (self.rate_full_per_s * ((spec.nodes - missing_then) / spec.nodes))
+        interval_s = 1.0 / (self.rate_full_per_s * ((self.nodes - missing_then) / self.nodes))
         after_s = next_s + interval_s * first
-        detected_s = next_s + spec.detection_s
+        detected_s = next_s + self.detection_s
         back_s = detected_s + self.requeue_s
         missing_now = missing_then + replace
         back = after_s >= back_s                                 # no failure before the job is back
         spares_back = spares - missing_now * back
         uncommon = (training & (next_s >= end_s)) | (spares < 0) | (spares_back < 0)
-        if spec.horizon_s < math.inf:
-            uncommon |= back_s > spec.horizon_s                  # so is the failure, before it
-        if spec.max_interruptions < math.inf:
-            uncommon |= self.interruptions >= spec.max_interruptions
+        by_horizon, by_count = self.bounded
+        if by_horizon:
+            uncommon |= back_s > self.horizon_s                  # so is the failure, before it
+        if by_count:
+            uncommon |= self.interruptions >= self.max_interruptions
         common = live & ~uncommon
         uncommon &= live
         # The event loop's operations in its order, on the common failures.
@@ -263,16 +310,14 @@ class _Lockstep:
         np.add(self.lost_work_s, lost_s, out=self.lost_work_s, where=trains)
         np.add(self.checkpoints, saved_steps, out=self.checkpoints, where=trains)
         np.add(self.checkpoint_s, checkpoint_s, out=self.checkpoint_s, where=trains)
-        if spec.interval_iterations is not None:
-            np.add(durable, saved_steps * spec.interval_iterations, out=durable, where=trains)
+        if self.every is not None:
+            np.add(durable, saved_steps * self.every, out=durable, where=trains)
         np.add(self.restart_s, np.minimum(next_s, detected_before_s) - t, out=self.restart_s, where=restarts)
         np.add(self.restart_s, next_s - detected_before_s, out=self.restart_s, where=restarts & relaunching)
         np.add(self.interruptions, 1, out=self.interruptions, where=common)
         rows_common = np.flatnonzero(common)
         self.counts[rows_common, component[rows_common]] += 1
-        sent = np.flatnonzero(common & replace)
-        self.repairs[sent, self.filled[sent]] = next_s[sent] + spec.repair_mean_s * repair[sent]
-        self.filled[sent] += 1
+        self._to_repair(np.flatnonzero(common & replace), next_s, repair)
         np.add(self.spares_used, refilled + missing_now * back, out=self.spares_used, where=common)
         np.copyto(self.spares, spares_back, where=common)
         np.add(self.restart_s, detected_s - next_s, out=self.restart_s, where=backs)
@@ -288,17 +333,28 @@ class _Lockstep:
         np.copyto(rows.at, rows.mark, where=uncommon)
         return uncommon
 
+    def _to_repair(self, sent: np.ndarray, failed_s: np.ndarray, repair: np.ndarray) -> None:
+        """The failed node of each sample of ``sent`` goes to repair at ``failed_s``, for its job's mean repair time
+        times the sample's standard exponential ``repair``."""
+        mean_s = self.repair_mean_s[sent] if isinstance(self.repair_mean_s, np.ndarray) else self.repair_mean_s
+        self.repairs[sent, self.filled[sent]] = failed_s[sent] + mean_s * repair[sent]
+        self.filled[sent] += 1
 
-def _interrupted(elapsed_s: np.ndarray, cycle, checkpoints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+
+def _interrupted(elapsed_s: np.ndarray, train_s, stall_s, lag, checkpoints: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``rules.interruption``'s (trained_s, saved, checkpoint_s) over the samples, the same operations on each
-    (with none of a block's checkpoints planned, the same numbers as its shortcut)."""
-    train_s, stall_s, lag = cycle.train_s, cycle.checkpoint_s, cycle.durable_lag_s
+    (with none of a block's checkpoints planned, the same numbers as its shortcut); the checkpoint cycle's
+    parts (``CheckpointCycle``: training, stall, durable lag) one for all or one per sample."""
     cycle_s = train_s + stall_s
     n = np.minimum(checkpoints, elapsed_s // cycle_s)
     r = elapsed_s - n * cycle_s
     in_checkpoint = (n < checkpoints) & (r >= train_s)
     trained_s = np.where(in_checkpoint, (n + 1) * train_s, n * train_s + r)
-    if lag > 0:
+    if np.ndim(lag):                       # each sample's own lag: each sample's branch of the two below
+        saved = np.where(lag > 0, np.where(elapsed_s >= lag, np.minimum(checkpoints, (elapsed_s - lag) // cycle_s),
+                                           0.0), n)
+    elif lag > 0:
         saved = np.where(elapsed_s >= lag, np.minimum(checkpoints, (elapsed_s - lag) // cycle_s), 0.0)
     else:
         saved = n                          # (elapsed_s - 0.0) // cycle_s: n's own quotient

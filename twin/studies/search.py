@@ -35,13 +35,15 @@ from itertools import chain
 from typing import Any
 
 from twin import collector
-from twin.cores import can_split, shared_map, split_map
+from twin.cores import can_split, shared_then, split_map
 from twin.api import (
     Prepared,
     Scenario,
     estimate,
+    job_of,
     parse_scenario,
     plan_memory,
+    play_ahead,
     prepare,
     scenario_calibration,
     simulate,
@@ -411,30 +413,48 @@ def _search_options(options: list[tuple[dict[str, Any], dict[str, Any]]], source
 def _played_all(data: dict[str, Any], source: str,
                 chosen: list[RankedPlan]) -> tuple[list[RankedPlan], RankedPlan | None, Prepared | None]:
     """The ``chosen`` plans and the scenario's own plan played in full (the SimPy step and, when the scenario
-    enables them, failures), on two cores, each core taking the next plan when it is free, the longest to
-    train first (``cores.shared_map``): a plan's failure Monte Carlo grows with its time to train. (The plans
-    played, in order; the scenario's own, None when it cannot run; the scenario prepared.)"""
+    enables them, failures), on two cores, each core taking the next plan's step when it is free, the longest
+    to train first, then playing the Monte Carlos of the plans it took side by side (``cores.shared_then``): a
+    plan's failure Monte Carlo grows with its time to train. (The plans played, in order; the scenario's own,
+    None when it cannot run; the scenario prepared.)"""
     try:
         scenario = parse_scenario(data, source)
         prepared = prepare(scenario)
         own = RankedPlan({}, estimate(prepared, prepared.request))
     except ScenarioError:
         scenario = prepared = own = None
-    plays = [partial(_played, data, source, plan) for plan in chosen]
+    plays = [partial(_variant_of, data, source, plan) for plan in chosen]
     if own is not None:
-        plays.append(partial(_played_as_written, scenario, own))
+        plays.append(partial(_as_written, scenario, own))
     seconds = [p.estimate.time_to_train_s for p in chosen] + ([own.estimate.time_to_train_s] if own else [])
     longest_first = sorted(range(len(plays)), key=lambda i: (-seconds[i] if math.isfinite(seconds[i]) else 0.0, i))
     done: list[Any] = [None] * len(plays)
-    played = shared_map(lambda play: play(), [plays[i] for i in longest_first], worth=len(plays) > 1)
+    played = shared_then(_stepped, _finished, [plays[i] for i in longest_first], worth=len(plays) > 1)
     for i, result in zip(longest_first, played):
         done[i] = result
     return done[:len(chosen)], (done[-1] if own is not None else None), prepared
 
 
-def _played(data: dict[str, Any], source: str, plan: RankedPlan) -> RankedPlan:
-    """The plan played in full: the SimPy step and, when the scenario enables them, failures."""
-    return _played_as_written(parse_scenario(_variant(data, plan), source), plan)
+def _variant_of(data: dict[str, Any], source: str, plan: RankedPlan) -> tuple[Scenario, RankedPlan]:
+    return parse_scenario(_variant(data, plan), source), plan
+
+
+def _as_written(scenario: Scenario, plan: RankedPlan) -> tuple[Scenario, RankedPlan]:
+    return scenario, plan
+
+
+def _stepped(play: Callable[[], tuple[Scenario, RankedPlan]]) -> tuple[Scenario, RankedPlan, tuple | None]:
+    """A plan's scenario, the plan, and the failure Monte Carlo its run plays (``job_of``: its step played on the
+    way), None without failures."""
+    scenario, plan = play()
+    return scenario, plan, job_of(scenario)
+
+
+def _finished(taken: list[tuple[Any, tuple[Scenario, RankedPlan, tuple | None]]]) -> list[RankedPlan]:
+    """The plans one process took, played in full, their Monte Carlos first played side by side in one array
+    (``play_ahead``): a step of the array costs about as much for a thousand samples as for a hundred."""
+    play_ahead([job for _, (_, _, job) in taken if job is not None])
+    return [_played_as_written(scenario, plan) for _, (scenario, plan, _) in taken]
 
 
 def _played_as_written(scenario: Scenario, plan: RankedPlan) -> RankedPlan:
