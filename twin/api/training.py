@@ -279,7 +279,7 @@ def _with_data_and_building(scenario: Scenario, built: Built, step: StepBreakdow
     from twin.api.building import building_of
     from twin.api.storage import storage_of, storage_warnings
 
-    result = _result(built, _fed(scenario, built, step) if scenario.training.data is not None else step, iteration)
+    result = _result(built, _fed(scenario, built, step), iteration)
     storage = storage_of(scenario, built.cluster, result, step.step_s)
     if storage is None and scenario.site.cooling is None:
         return result
@@ -288,7 +288,9 @@ def _with_data_and_building(scenario: Scenario, built: Built, step: StepBreakdow
 
 
 def _fed(scenario: Scenario, built: Built, step: StepBreakdown) -> StepBreakdown:
-    """The step waiting for its data loader (``training.data``)."""
+    """The step waiting for its data loader (``training.data``; the step itself without one)."""
+    if scenario.training.data is None:
+        return step
     from twin.api.storage import data_feed_of, with_data_wait
 
     return with_data_wait(step, data_feed_of(scenario, built.cluster, built.plan.gpus, step))
@@ -301,9 +303,7 @@ def job_of(scenario: Scenario) -> tuple[JobSpec, int, int] | None:
     if not scenario.failures.enabled:
         return None
     built = build(scenario)
-    step = simulate_iteration(built.costs, built.plan).breakdown
-    if scenario.training.data is not None:
-        step = _fed(scenario, built, step)
+    step = _fed(scenario, built, simulate_iteration(built.costs, built.plan).breakdown)
     policy = failure_policy_of(scenario.failures, scenario.cluster)
     if scenario.training.tokens / _rates(built, step)["tokens_per_s"] > policy.horizon_s:
         return None

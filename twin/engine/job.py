@@ -307,8 +307,8 @@ def _failures_per_sample(spec: JobSpec) -> float:
     return min(math.inf if expected is None else expected, spec.max_interruptions)
 
 
-# Monte Carlos played ahead (``play_ahead``) by their ``monte_carlo`` arguments, until ``monte_carlo`` takes them.
-_AHEAD: dict[tuple, JobStats] = {}
+# A Monte Carlo played by ``play_ahead``, by its ``monte_carlo`` arguments, handed to ``monte_carlo``'s cache.
+_HANDED: dict[tuple, JobStats] = {}
 
 
 @lru_cache(maxsize=64)
@@ -319,9 +319,9 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
     Identical jobs are simulated once (cached): scenarios that differ only in their site
     (country, PUE, prices) share their job. Treat the returned samples as read-only.
     """
-    ahead = _AHEAD.pop((spec, seed, samples), None)
-    if ahead is not None:
-        return ahead
+    handed = _HANDED.pop((spec, seed, samples), None)
+    if handed is not None:
+        return handed
     seeds = np.random.SeedSequence(seed).spawn(samples)
     worth = (samples * _failures_per_sample(spec) >= SPLIT_FAILURES and can_split()
              and not lockstep_plays(spec, samples))    # side by side, a step costs alike for 50 samples or 100
@@ -330,15 +330,15 @@ def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
 
 
 def play_ahead(jobs: list[tuple[JobSpec, int, int]]) -> None:
-    """Play the Monte Carlos of several jobs (each ``monte_carlo``'s arguments) at once, for ``monte_carlo`` to
-    answer each from, once: the samples of the jobs it would play side by side (``job_lockstep.py``), of one
-    failure profile and checkpointing alike, in one array, where a step costs about as much for a thousand
-    samples as for a hundred (a plan search's refined plans). The others are left to ``monte_carlo``. The
-    answers are ``monte_carlo``'s own, to the last digit."""
+    """Play the Monte Carlos of several jobs (each ``monte_carlo``'s arguments) at once, into ``monte_carlo``'s
+    cache: the samples of the jobs it would play side by side (``job_lockstep.py``), of one failure profile and
+    checkpointing alike, in one array, where a step costs about as much for a thousand samples as for a
+    hundred (a plan search's refined plans). The others are left to ``monte_carlo``. The answers are
+    ``monte_carlo``'s own, to the last digit."""
     groups: dict[tuple, list[tuple]] = {}
     for job in dict.fromkeys(jobs):
         spec, _, samples = job
-        if job not in _AHEAD and lockstep_plays(spec, samples):
+        if lockstep_plays(spec, samples):
             groups.setdefault(alike(spec), []).append(job)
     for group in groups.values():
         if len(group) < 2:
@@ -349,7 +349,9 @@ def play_ahead(jobs: list[tuple[JobSpec, int, int]]) -> None:
         play_jobs([(spec, [np.random.default_rng(s) for s in job_seeds], job_runs)
                    for (spec, _, _), job_seeds, job_runs in zip(group, seeds, runs)])
         for job, job_seeds, job_runs in zip(group, seeds, runs):
-            _AHEAD[job] = _stats(job[0], job_seeds, job_runs)
+            _HANDED[job] = _stats(job[0], job_seeds, job_runs)
+            monte_carlo(*job)                          # takes it into its cache
+            _HANDED.clear()                            # (not taken where the cache held the job already)
 
 
 def _stats(spec: JobSpec, seeds: list[np.random.SeedSequence], runs: list[JobSample]) -> JobStats:
