@@ -264,7 +264,8 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
     if two_tier:
         return spines, cores
     # Core tier: each pod spine sends its downlink bandwidth / pod_oversubscription up.
-    spine_down_ports = max(sum(c for _, _, c in g.edges(s, data="cables")) for s in spines)
+    adjacency = g._adj            # each spine's links as ``g.edges(s)`` lists them, in that order, without its views
+    spine_down_ports = max(sum(link["cables"] for link in adjacency[s].values()) for s in spines)
     core_up_ports = math.ceil(spine_down_ports / pod_oversubscription)
     total = len(spines) * core_up_ports
     n_cores = max(1, math.ceil(total / SWITCH_RADIX))
@@ -273,7 +274,7 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
         _vertex(g, ("core", c), kind="core", tier=3)
         cores.append(("core", c))
     for index, s in enumerate(spines):
-        down_Bps = sum(c for _, _, c in g.edges(s, data="capacity_Bps"))
+        down_Bps = sum(link["capacity_Bps"] for link in adjacency[s].values())
         up = down_Bps / pod_oversubscription
         if n_cores <= core_up_ports:
             _new_links(g, [(s, c) for c in cores], up / n_cores, "spine-core", core_up_ports / n_cores)
