@@ -61,16 +61,25 @@ class Fabric:
         nodes = graph.nodes
         link_capacity = capacity[::2].tolist()
         switches: dict[tuple, tuple] = {}              # switch → (its tier, its pod), read once each
+        pod_of, last_u = self._pod, None
         for e, u, v, t in uplinks:
-            at_u = switches.get(u) or switches.setdefault(u, (nodes[u]["tier"], nodes[u].get("pod")))
+            if u is not last_u:                        # a switch's links come one after another
+                last_u = u
+                at_u = switches.get(u) or switches.setdefault(u, (nodes[u]["tier"], nodes[u].get("pod")))
             at_v = switches.get(v) or switches.setdefault(v, (nodes[v]["tier"], nodes[v].get("pod")))
-            (low, low_at), (high, high_at) = ((u, at_u), (v, at_v)) if at_u[0] < at_v[0] else ((v, at_v), (u, at_u))
+            if at_u[0] < at_v[0]:
+                low, low_at, high_at = u, at_u, at_v
+            else:
+                low, low_at, high_at = v, at_v, at_u
             if t == "leaf-spine":
                 owner = low
-                self._pod[low] = high_at[1]
+                pod_of[low] = high_at[1]
             else:
                 owner = low_at[1]
-            owned.setdefault(owner, [0.0, _TIER_INDEX[t]])[0] += link_capacity[e]
+            pool = owned.get(owner)
+            if pool is None:
+                pool = owned[owner] = [0.0, _TIER_INDEX[t]]
+            pool[0] += link_capacity[e]
         pools = {(owner, direction): sums for owner, sums in owned.items() for direction in ("up", "down")}
         self._first_pool = len(capacity)
         self._pool.update(zip(pools, range(len(capacity), len(capacity) + len(pools))))
@@ -97,8 +106,9 @@ class Fabric:
         crossed as pools (``route``) and left out of it. The order is ``graph.edges()``'s, read from the
         adjacency: the edge view would hold the graph in a reference cycle only the cyclic collector frees
         (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
-        ids, leaf_of = self._id, self._leaf
+        ids, leaf_of, tier_index = self._id, self._leaf, _TIER_INDEX
         line_Bps, tiers, through_switch, uplinks = [], [], [], []
+        add_line, add_tier, add_uplink = line_Bps.append, tiers.append, uplinks.append
         listed: set = set()
         e = 0
         for u, around in graph.adjacency():
@@ -106,10 +116,10 @@ class Fabric:
                 if v in listed:
                     continue
                 t = data["tier"]
-                line_Bps.append(data["capacity_Bps"])
-                tiers.append(_TIER_INDEX[t])
+                add_line(data["capacity_Bps"])
+                add_tier(tier_index[t])
                 if t == "leaf-spine" or t == "spine-core":     # crossed as pools, never named by their ends
-                    uplinks.append((e, u, v, t))
+                    add_uplink((e, u, v, t))
                     e += 1
                     continue
                 ids[u, v] = 2 * e
