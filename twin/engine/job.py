@@ -313,8 +313,9 @@ _HANDED: dict[tuple, JobStats] = {}
 
 @lru_cache(maxsize=64)
 def monte_carlo(spec: JobSpec, seed: int, samples: int) -> JobStats:
-    """``samples`` runs with seeds derived from ``seed`` (played by the event loop); the median run is replayed
-    by the event loop recording its timeline as the SimPy processes (``simulate_job``, the reference) do.
+    """``samples`` runs with seeds derived from ``seed`` (side by side, or one by one by the event loop); the
+    median run is replayed by the event loop recording its timeline as the SimPy processes (``simulate_job``,
+    the reference) do.
 
     Identical jobs are simulated once (cached): scenarios that differ only in their site
     (country, PUE, prices) share their job. Treat the returned samples as read-only.

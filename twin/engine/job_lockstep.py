@@ -100,8 +100,7 @@ class _Lockstep:
         self.names = [c.name for c in components]
         self.replaces = np.array([c.replace for c in components])
         # Each sample's job: one value where the samples agree, else an array over them (``_per_sample``).
-        cumulative = [sample.cumulative for sample in self.samples]
-        self.cumulative = np.array(cumulative[0] if all(c == cumulative[0] for c in cumulative) else cumulative)
+        self.cumulative = np.array(_per_sample([sample.cumulative for sample in self.samples]))   # shares: a row each
         cycles = [sample.step_and_cycle() for sample in self.samples]   # all replicas: missing nodes come back
         self.step_s = _per_sample([step for step, _ in cycles])
         self.train_s = _per_sample([cycle.train_s for _, cycle in cycles])

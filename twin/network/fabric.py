@@ -106,9 +106,8 @@ class Fabric:
         crossed as pools (``route``) and left out of it. The order is ``graph.edges()``'s, read from the
         adjacency: the edge view would hold the graph in a reference cycle only the cyclic collector frees
         (twin/collector.py); without it a graph the fabric cache lets go of is freed at once."""
-        ids, leaf_of, tier_index = self._id, self._leaf, _TIER_INDEX
+        ids, leaf_of = self._id, self._leaf
         line_Bps, tiers, through_switch, uplinks = [], [], [], []
-        add_line, add_tier, add_uplink = line_Bps.append, tiers.append, uplinks.append
         listed: set = set()
         e = 0
         for u, around in graph.adjacency():
@@ -116,10 +115,10 @@ class Fabric:
                 if v in listed:
                     continue
                 t = data["tier"]
-                add_line(data["capacity_Bps"])
-                add_tier(tier_index[t])
+                line_Bps.append(data["capacity_Bps"])
+                tiers.append(_TIER_INDEX[t])
                 if t == "leaf-spine" or t == "spine-core":     # crossed as pools, never named by their ends
-                    add_uplink((e, u, v, t))
+                    uplinks.append((e, u, v, t))
                     e += 1
                     continue
                 ids[u, v] = 2 * e

@@ -423,30 +423,26 @@ def _played_all(data: dict[str, Any], source: str,
         own = RankedPlan({}, estimate(prepared, prepared.request))
     except ScenarioError:
         scenario = prepared = own = None
-    plays = [partial(_variant_of, data, source, plan) for plan in chosen]
+    plays: list[tuple[Scenario | None, RankedPlan]] = [(None, plan) for plan in chosen]
     if own is not None:
-        plays.append(partial(_as_written, scenario, own))
+        plays.append((scenario, own))
     seconds = [p.estimate.time_to_train_s for p in chosen] + ([own.estimate.time_to_train_s] if own else [])
     longest_first = sorted(range(len(plays)), key=lambda i: (-seconds[i] if math.isfinite(seconds[i]) else 0.0, i))
     done: list[Any] = [None] * len(plays)
-    played = shared_then(_stepped, _finished, [plays[i] for i in longest_first], worth=len(plays) > 1)
+    played = shared_then(partial(_stepped, data, source), _finished, [plays[i] for i in longest_first],
+                         worth=len(plays) > 1)
     for i, result in zip(longest_first, played):
         done[i] = result
     return done[:len(chosen)], (done[-1] if own is not None else None), prepared
 
 
-def _variant_of(data: dict[str, Any], source: str, plan: RankedPlan) -> tuple[Scenario, RankedPlan]:
-    return parse_scenario(_variant(data, plan), source), plan
-
-
-def _as_written(scenario: Scenario, plan: RankedPlan) -> tuple[Scenario, RankedPlan]:
-    return scenario, plan
-
-
-def _stepped(play: Callable[[], tuple[Scenario, RankedPlan]]) -> tuple[Scenario, RankedPlan, tuple | None]:
-    """A plan's scenario, the plan, and the failure Monte Carlo its run plays (``job_of``: its step played on the
-    way), None without failures."""
-    scenario, plan = play()
+def _stepped(data: dict[str, Any], source: str, play: tuple[Scenario | None, RankedPlan]
+             ) -> tuple[Scenario, RankedPlan, tuple | None]:
+    """A play's scenario (the scenario with the plan written in, where none is given), its plan, and the failure
+    Monte Carlo its run plays (``job_of``: its step played on the way), None without failures."""
+    scenario, plan = play
+    if scenario is None:
+        scenario = parse_scenario(_variant(data, plan), source)
     return scenario, plan, job_of(scenario)
 
 
