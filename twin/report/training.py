@@ -106,7 +106,14 @@ def _parts_lines(r: dict[str, Any]) -> list[str]:
     c = r["cost_eur"]
     names = PART_NAMES[c["pricing"]] | {"electricity": "electricity"}
     parts = " + ".join(f"{names[k]} {fmt_money_eur(c[k])}" for k in c["includes"])
-    return [f"Cost          {fmt_money_eur(c['total'])} at the site = {parts}"]
+    out = [f"Cost          {fmt_money_eur(c['total'])} at the site = {parts}"]
+    p = r["power"]
+    rate = p["gpu_hour_price_eur"]["total"]
+    # The rate's source, its first clause (the price list's: "median of 5 on-demand list prices of h100-sxm").
+    source = r["sources"].get("gpu_hour_price", "").split(" (")[0] or "the site's own costs"
+    out.append(f"              GPU time: {fmt_number(p['reserved_gpu_hours'])} GPU-hours reserved at {rate:.2f} "
+               f"EUR/GPU-hour ({source}; docs/power.md, \"Cost\")")
+    return out
 
 
 def _ratio_lines(r: dict[str, Any]) -> list[str]:
