@@ -39,7 +39,7 @@ VIEWPORT = {"width": 1600, "height": 1200} if os.environ.get("TWIN_SCREENSHOTS")
 SCENARIOS = core.shipped_scenarios(ROOT / "scenarios")
 DEFAULT_SCENARIO = "superpod.yaml"      # the sidebar's first choice (dashboard/panel.py, sidebar)
 KNOB_BOUND_S = 1.5                      # a knob change shows in the headline within this
-ADDRESS_SETTLE_S = 0.5                  # after a page change shows in the address bar, as a person pauses
+ADDRESS_SETTLE_S = 0.5                  # after the address bar shows a change, before an action naming no page
 SCREENSHOTS = {                         # scenario → pages kept as docs/screenshots/<stem>-<page>.png
     "superpod.yaml": ["scenario", "overview", "cluster", "step", "job", "compare"],
     "llama3-405b-16k.yaml": ["overview", "cluster", "job", "compare"],
@@ -181,14 +181,20 @@ class Tab:
         return self.state()
 
     def go(self, page: str) -> dict:
-        """Open ``page`` from the sidebar; its state once drawn, its address shown, and still so a moment later:
-        under load the browser's own copy of the address, which the next rerun carries, may trail the bar."""
+        """Open ``page`` from the sidebar; its state once drawn and its address shown. The next click on a page
+        names its page itself; an action that does not (a knob, an upload) waits for the address first
+        (``address_settled``)."""
         self.page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(
             has_text=PAGES[page]).first.click()
-        self.settle(PAGES[page])
+        state = self.settle(PAGES[page])
         self.await_url("page", None if page == "overview" else PAGES[page])
+        return state
+
+    def address_settled(self) -> None:
+        """A moment after the address bar shows a change, as a person pauses: under load the browser's own copy
+        of the address, which the next rerun carries, may trail the bar (a knob changed on the Job page right
+        after its address showed reopened the Overview)."""
         time.sleep(ADDRESS_SETTLE_S)
-        return self.settle(PAGES[page])
 
     def choose_scenario(self, name: str) -> None:
         box = self.page.get_by_role("combobox", name="Shipped scenario")
@@ -197,6 +203,7 @@ class Tab:
         self.page.get_by_role("option", name=name, exact=True).click()
         # the default scenario may be left out of the address bar
         self.await_url("scenario_file", name, *([None] if name == DEFAULT_SCENARIO else []))
+        self.address_settled()              # the next rerun, whatever triggers it, carries the scenario
 
     def await_url(self, key: str, *values: str | None, timeout_s: float = 30.0) -> None:
         """Wait until the address bar holds ``key`` at one of ``values`` (None: no ``key``). The page and the
@@ -212,6 +219,7 @@ class Tab:
     def turn(self, label: str, value: str, page: str = "Overview") -> tuple[float, float]:
         """Set a sidebar number knob; seconds until the headline shows the new what-if, and until ``page`` (its
         title) is done."""
+        self.address_settled()
         before = self.caption()
         field = self.page.get_by_label(label, exact=True)
         group = self.page.locator('[data-testid="stExpander"] details').filter(has=field)

@@ -90,6 +90,7 @@ def test_pinned_what_ifs_travel_in_the_url_and_the_report_downloads(tab, browser
 ])
 def test_a_bad_upload_shows_its_one_line_error(tab, content, expected):
     tab.go("overview")
+    tab.address_settled()
     tab.page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         {"name": "broken.yaml", "mimeType": "application/x-yaml", "buffer": content})
     tab.page.wait_for_function(
