@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from twin.catalog import load_yaml
 from twin.errors import ScenarioError
 from twin.validation.metrics import METRICS
 
@@ -142,10 +143,13 @@ def load_cases(paths: list[str | Path] | None = None) -> list[Case]:
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".yaml"):
                 texts.append((entry.name, entry.read_text(encoding="utf-8")))
+    # The shipped files are the package's own data: the fastest safe loader (catalog.load_yaml, about ten times
+    # faster); a user's file keeps the pure-Python loader, whose messages name where a malformed file breaks.
+    parse = yaml.safe_load if paths else load_yaml
     cases: list[Case] = []
     for where, text in texts:
         try:
-            data = yaml.safe_load(text)
+            data = parse(text)
         except yaml.YAMLError as exc:
             raise ScenarioError(where, f"malformed YAML: {exc}") from None
         except (ValueError, RecursionError) as exc:          # a 5,000-digit integer, a nesting bomb

@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 import numpy as np
-import yaml
 
 from twin.calibration import Efficiency, ServingEfficiency
+from twin.catalog import load_yaml
 from twin.cores import one_core
 from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
 from twin.serving.deployment import Replica, ServingSpec, replica, simulate
@@ -164,7 +164,7 @@ def _group(name: str, description: str, members: list[ServingOutcome]) -> Servin
 
 def load_cases(name: str = "trtllm_0.13.yaml") -> tuple[EngineSpec, list[ServingCase]]:
     text = resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = load_yaml(text)
     settings = dict(data["engine"])
     engine = replace(engine_profile(settings.pop("profile")), **settings)
     cases = []
