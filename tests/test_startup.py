@@ -36,6 +36,18 @@ def test_the_c_loader_reads_every_catalog_file_as_the_python_loader_does(kind):
     assert repr(fast) == repr(reference)            # same types and key order, not only equal values
 
 
+@pytest.mark.skipif(not hasattr(yaml, "CSafeLoader"), reason="PyYAML built without libyaml")
+def test_the_c_loader_reads_every_shipped_validation_case_file_as_the_python_loader_does():
+    folder = resources.files("twin.validation").joinpath("cases")
+    files = [e for e in folder.iterdir() if e.name.endswith(".yaml")]
+    files += [e for e in folder.joinpath("serving").iterdir() if e.name.endswith(".yaml")]
+    assert len(files) >= 10
+    for entry in files:
+        text = entry.read_text(encoding="utf-8")
+        fast, reference = catalog.load_yaml(text), yaml.load(text, Loader=yaml.SafeLoader)
+        assert repr(fast) == repr(reference), entry.name
+
+
 def test_the_catalog_is_read_once_per_process():
     first = catalog.table("gpus")
     hits = catalog.table.cache_info().hits
