@@ -305,8 +305,8 @@ def job_of(scenario: Scenario) -> tuple[JobSpec, int, int] | None:
     built = build(scenario)
     step = _fed(scenario, built, simulate_iteration(built.costs, built.plan).breakdown)
     policy = failure_policy_of(scenario.failures, scenario.cluster)
-    if scenario.training.tokens / _rates(built, step)["tokens_per_s"] > policy.horizon_s:
-        return None
+    if scenario.training.tokens / (built.plan.tokens_per_step / step.step_s) > policy.horizon_s:
+        return None                     # beyond the horizon even without failures: ``_job_run`` plays none
     return _job_spec(built, step, policy), policy.seed, policy.samples
 
 
