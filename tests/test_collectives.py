@@ -74,6 +74,23 @@ def test_small_messages_hit_a_latency_floor_of_tens_of_microseconds():
     assert comm("dgx-h100", 16).algorithm(8, GroupShape(128, 8)) == "tree"
 
 
+@pytest.mark.parametrize("node, nodes, ranks, per_node", [
+    ("dgx-h100", 1, 8, 8), ("dgx-h100", 16, 128, 8), ("dgx-h100", 16, 16, 1), ("dgx-a100-80gb", 4, 32, 8),
+    ("l40s-8", 2, 16, 8),
+])
+def test_a_scalar_all_reduce_is_a_four_byte_one_less_its_bytes_and_routes_nothing(node, nodes, ranks, per_node):
+    """A gradient norm's all-reduce is priced at the least latency of the algorithms and protocols: a 4-byte
+    all-reduce less its bytes' term (nanoseconds against tens of microseconds), found from the groups' layout
+    without routing them (no fabric is built for it)."""
+    group = GroupShape(ranks, per_node)
+    scalar = comm(node, nodes)
+    found = scalar.scalar_all_reduce_s(group)
+    assert "fabric" not in scalar._cache
+    routed = comm(node, nodes).all_reduce_s(4, group)
+    assert found <= routed <= found * (1 + 1e-3)
+    assert comm(node, nodes).scalar_all_reduce_s(GroupShape(1, 1)) == 0.0
+
+
 def test_reduce_scatter_and_all_gather_are_half_an_all_reduce_at_large_sizes():
     c = comm("dgx-a100-80gb", 4)
     g = GroupShape(32, 8)

@@ -11,7 +11,8 @@ and expert-parallel shard), in bytes per parameter:
 - **fp16 loss scaling**: unscale and check for inf/NaN, read 4, write 4;
 - **the gradient norm** for clipping: read the fp32 shard (4), then one-element
   all-reduces over every group the gradients are split over (tensor, pipeline,
-  and data under a sharded optimizer);
+  and data under a sharded optimizer), each its latency alone
+  (``CommModel.scalar_all_reduce_s``);
 - **the optimizer**: Adam over the shard, ``OPTIMIZER_BYTES_PER_PARAM``.
 
 All but the optimizer are the step's ``overheads``; the optimizer is its own part.
@@ -34,7 +35,6 @@ GRAD_TO_FP32_BYTES_PER_PARAM = 6.0
 UNSCALE_BYTES_PER_PARAM = 8.0
 # Gradient norm: read each fp32 gradient once (multi_tensor_l2norm).
 NORM_BYTES_PER_PARAM = 4.0
-NORM_ELEMENT_BYTES = 4.0
 
 
 def step_work_s(local_params: float, shard_params: float, plan: ParallelPlan, ops: OperatorModel,
@@ -53,7 +53,7 @@ def step_work_s(local_params: float, shard_params: float, plan: ParallelPlan, op
     if stack.zero_grad_buffer:
         moved += grad_bytes * (shard_params if plan.zero >= 2 else local_params)
     groups = [placement.tensor, placement.pipeline] + ([placement.data] if plan.zero >= 1 else [])
-    norm = sum(comm.all_reduce_s(NORM_ELEMENT_BYTES, g) for g in groups)
+    norm = sum(comm.scalar_all_reduce_s(g) for g in groups)
     if ops.precision == "fp16":
         norm *= 2                                  # the found-inf flag crosses the same groups
     return ops.memory_s(moved) + norm, ops.memory_s(OPTIMIZER_BYTES_PER_PARAM * shard_params)

@@ -227,36 +227,46 @@ def ring_hops(steps: int, n: int, m: int) -> Hops:
     return Hops(1.0, steps - net, net, one_per_node=m > 1 and m == n)
 
 
+def all_reduce_hops(algorithm: str, n: int, m: int, k: int, uniform: bool) -> list[Hops] | None:
+    """The latency of each phase of one all-reduce algorithm over groups of ``n`` ranks on ``m`` nodes, ``k`` a
+    node (``layout``), or None where it does not apply: what ``all_reduce_phases`` prices besides the bytes."""
+    if algorithm == "ring":
+        return [ring_hops(2 * (n - 1), n, m)]
+    if algorithm == "tree":
+        if m == 1:
+            return None
+        depth = (m - 1).bit_length()                 # ceil(log2 m), exact
+        return [Hops(1.0, 2 * (k - 1), 2 * depth, tree=True)]
+    if algorithm == "nvls":
+        return None if m != 1 else [Hops(1.0, 2.0, 0.0, nvls=True)]
+    if algorithm == "hierarchical":
+        if m == 1 or k == 1 or not uniform:
+            return None
+        intra = Hops(1.0, k - 1, 0.0)
+        return [intra, Hops(1.0, 0.0, 2 * (m - 1), one_per_node=True), intra]
+    raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALL_REDUCE_ALGORITHMS)}")
+
+
 def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
                       nvls_scale: float = 1.0) -> list[Phase] | None:
     """Phases of one all-reduce algorithm over every group, or None where it does not apply."""
     srt, m, k, uniform = layout(members, gpus_per_node)
     groups, n = srt.shape
+    hops = all_reduce_hops(algorithm, n, m, k, uniform)
+    if hops is None:
+        return None
     if algorithm == "ring":
-        return [_phase(ring_flows(srt, gpus_per_node), groups, 2 * (n - 1) / n, ring_hops(2 * (n - 1), n, m),
-                       pattern="ring")]
+        return [_phase(ring_flows(srt, gpus_per_node), groups, 2 * (n - 1) / n, hops[0], pattern="ring")]
     if algorithm == "tree":
-        if m == 1:
-            return None
-        depth = (m - 1).bit_length()                 # ceil(log2 m), exact
-        hops = Hops(1.0, 2 * (k - 1), 2 * depth, tree=True)
-        return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops, pattern="ring")]
+        return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops[0], pattern="ring")]
     if algorithm == "nvls":
-        if m != 1:
-            return None
-        hops = Hops(1.0, 2.0, 0.0, nvls=True)
-        return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0, hops,
-                       nvls_scale, pattern="nvls")]
-    if algorithm == "hierarchical":
-        if m == 1 or k == 1 or not uniform:
-            return None
-        blk = srt.reshape(groups, m, k)
-        intra = _phase([(blk, np.roll(blk, -1, axis=2), 1.0)], groups, (k - 1) / k,
-                       Hops(1.0, k - 1, 0.0), pattern="node-ring")
-        inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k,
-                       Hops(1.0, 0.0, 2 * (m - 1), one_per_node=True), pattern="rail-rings")
-        return [intra, inter, intra]
-    raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALL_REDUCE_ALGORITHMS)}")
+        return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0,
+                       hops[0], nvls_scale, pattern="nvls")]
+    blk = srt.reshape(groups, m, k)                  # hierarchical
+    intra = _phase([(blk, np.roll(blk, -1, axis=2), 1.0)], groups, (k - 1) / k, hops[0], pattern="node-ring")
+    inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k, hops[1],
+                   pattern="rail-rings")
+    return [intra, inter, intra]
 
 
 def ring_phase(members: np.ndarray, gpus_per_node: int, volume_factor: float, steps_factor: int) -> Phase:

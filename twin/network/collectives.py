@@ -287,6 +287,30 @@ class CommModel:
             return 0.0
         return self._best("all_reduce", size_bytes, group, algorithm)[0]
 
+    def scalar_all_reduce_s(self, group: GroupShape) -> float:
+        """All-reduce of a few bytes (a gradient norm, a found-inf flag) on every group of this shape: the least
+        latency of the algorithms and protocols ``all_reduce_s`` chooses from. Its bytes are left out: they add
+        ``volume · S / rate``, nanoseconds for S of a few bytes against latencies of tens of microseconds, and
+        their rate would mean routing the groups on the fabric, where the latency needs only their layout
+        (``algorithms.all_reduce_hops``)."""
+        if group.ranks <= 1 or not self.latency:
+            return 0.0
+        own = ("scalar all-reduce", group)
+        found = self._cache.get(own)
+        if found is None:
+            _, m, k, uniform = alg.layout(self.members(group), self.cluster.node.gpus)
+            found = math.inf
+            for name in alg.ALL_REDUCE_ALGORITHMS:
+                hops = alg.all_reduce_hops(name, group.ranks, m, k, uniform)
+                if hops is None or (name == "nvls" and not self.nvls_capable):
+                    continue
+                for protocol in self.protocols:
+                    latencies = [h.latency_s(protocol, self.net_overhead_s) for h in hops]
+                    if None not in latencies:
+                        found = min(found, sum(latencies))
+            self._cache[own] = found
+        return found
+
     def reduce_scatter_s(self, size_bytes: float, group: GroupShape) -> float:
         """Reduce-scatter of a ``size_bytes`` buffer (each rank ends with 1/n of it)."""
         if group.ranks <= 1 or size_bytes <= 0:
