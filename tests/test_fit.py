@@ -2,6 +2,7 @@
 
 import json
 import re
+import statistics
 
 import pytest
 
@@ -116,21 +117,26 @@ def test_fit_bad_arguments_exit_2_with_one_line(args, message):
 
 def test_a_plan_step_floor_never_exceeds_the_step():
     """``plan_step_floor_s`` lets a fit skip plans whose compute alone outlasts the fastest step found;
-    it must stay below every plan's step (1F1B, interleaved, recomputation, ZeRO, several pipelines)."""
+    it must stay below every plan's step (1F1B, interleaved, recomputation, ZeRO, several pipelines), and
+    ``plan_passes_floor_s`` below it. With the wait for the slowest of 2,048 GPUs counted (4.2% of the
+    compute), half the floors come within 2% of their steps (4.4% without it)."""
     from twin.api import load_scenario, plan_memory, plan_step_floor_s, plan_step_s, prepare
+    from twin.api.floors import plan_passes_floor_s
     from twin.studies.plans import plan_space
 
     prepared = prepare(load_scenario("scenarios/llama-65b-a100.yaml"))
-    pairs, schedules = [], set()
+    floors, schedules = [], set()
     for request in plan_space(prepared):
         try:
             planned = plan_memory(prepared, request)
         except InfeasibleError:
             continue
         schedules.add(planned[0].schedule)
-        pairs.append((plan_step_floor_s(prepared, request, planned), plan_step_s(prepared, request, planned)))
-    assert len(pairs) > 100 and schedules >= {"1f1b", "interleaved"}
-    assert all(0 < floor <= step for floor, step in pairs)
+        floors.append((plan_passes_floor_s(prepared, request, planned), plan_step_floor_s(prepared, request, planned),
+                       plan_step_s(prepared, request, planned)))
+    assert len(floors) > 100 and schedules >= {"1f1b", "interleaved"}
+    assert all(0 < passes <= floor <= step for passes, floor, step in floors)
+    assert statistics.median(floor / step for _, floor, step in floors) > 0.98
 
 
 def _shown(report, top: int) -> list[str]:

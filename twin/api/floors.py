@@ -7,8 +7,10 @@ from __future__ import annotations
 from twin.api.training import Prepared, plan_memory
 from twin.engine.stage_costs import chunks_work_s, projection_flops_per_token, stage_passes_s, step_extras_s
 from twin.engine.step import sends_per_microbatch
+from twin.engine.stragglers import straggler_fraction
+from twin.network.collectives import CommModel
 from twin.workload.memory import MemoryBreakdown
-from twin.workload.placement import place
+from twin.workload.placement import Placement, place
 from twin.workload.plan import ParallelPlan, PlanRequest
 
 
@@ -18,9 +20,9 @@ FLOOR_ROUNDING_MARGIN = 1e-9
 
 def plan_passes_floor_s(prepared: Prepared, request: PlanRequest,
                         planned: tuple[ParallelPlan, MemoryBreakdown] | None = None) -> float:
-    """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``), without ZeRO-2/3
-    traffic, stage sends, data-parallel collectives, overheads or the optimizer: the same for plans that
-    differ only in their ZeRO stage.
+    """A lower bound on ``plan_step_s`` from the chunks' passes alone (``chunks_work_s``) and the wait for the
+    slowest GPU (``_straggler_floor_s``), without ZeRO-2/3 traffic, stage sends, data-parallel collectives,
+    overheads or the optimizer: the same for plans that differ only in their ZeRO stage.
 
     The pipeline takes ``m · U_max + (Σ U_i - U_max) / v`` (``engine.step``), which grows with ``U_max``
     and so is at least ``U_avg · (m + (p - 1) / v)``; a stage's ``U`` holds at least its chunks' passes,
@@ -31,9 +33,11 @@ def plan_passes_floor_s(prepared: Prepared, request: PlanRequest,
     if plan.schedule == "deepspeed":
         return 0.0
     placement = place(plan, prepared.cluster.node.gpus, request.order)
-    per_stage = chunks_work_s(s.model, plan, s.ops, prepared.comm(placement), placement, s.stack,
-                              s.finetune, prepared.memo) / plan.pipeline
-    return per_stage * _pipeline_factor(plan) * (1.0 - FLOOR_ROUNDING_MARGIN)
+    comm = prepared.comm(placement)
+    per_stage = chunks_work_s(s.model, plan, s.ops, comm, placement, s.stack, s.finetune,
+                              prepared.memo) / plan.pipeline
+    return ((per_stage * _pipeline_factor(plan) + _straggler_floor_s(prepared, plan, comm, placement))
+            * (1.0 - FLOOR_ROUNDING_MARGIN))
 
 
 def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
@@ -41,8 +45,9 @@ def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
     """A lower bound on ``plan_step_s``, at least ``plan_passes_floor_s``: the pipeline of ``engine.step``
     (``m · U_max + (Σ U_i - U_max) / v``, which grows with every ``U_i``) on each stage's chunks' passes and
     sends (``stage_costs.stage_passes_s``, ``step_extras_s``), then the overheads and the optimizer step,
-    each priced as ``step_costs`` prices it. Only ZeRO-2/3 traffic (in the ``U_i``), the data-parallel
-    collectives' exposed part and stragglers are left out, and they only add. 0 for DeepSpeed's pipeline."""
+    each priced as ``step_costs`` prices it, and the wait for the slowest GPU (``_straggler_floor_s``). Only
+    ZeRO-2/3 traffic (in the ``U_i``) and the data-parallel collectives' exposed part are left out, and they
+    only add. 0 for DeepSpeed's pipeline."""
     s = prepared.section
     plan, _ = planned or plan_memory(prepared, request)
     if plan.schedule == "deepspeed":
@@ -57,7 +62,20 @@ def plan_step_floor_s(prepared: Prepared, request: PlanRequest,
     busiest = max(stages)
     chunks = plan.virtual_stages if plan.schedule == "interleaved" else 1
     pipeline = plan.microbatches * busiest + (sum(stages) - busiest) / chunks
-    return (pipeline + overheads + optimizer) * (1.0 - FLOOR_ROUNDING_MARGIN)
+    return (pipeline + overheads + optimizer + _straggler_floor_s(prepared, plan, comm, placement)) \
+        * (1.0 - FLOOR_ROUNDING_MARGIN)
+
+
+def _straggler_floor_s(prepared: Prepared, plan: ParallelPlan, comm: CommModel, placement: Placement) -> float:
+    """A lower bound on the step's wait for its slowest GPU: ``straggler_fraction`` of the busiest stage's
+    compute over the micro-batches (``engine.step.with_stragglers``), that compute at least the least of the
+    stages' (``stage_costs.stage_passes_s`` of their kernels alone); 0 with stragglers off."""
+    s = prepared.section
+    fraction = straggler_fraction(plan.gpus, s.straggler_spread)
+    if fraction == 0.0:
+        return 0.0
+    return fraction * plan.microbatches * min(stage_passes_s(s.model, plan, s.ops, comm, placement, s.stack,
+                                                             s.finetune, prepared.memo, compute_only=True))
 
 
 def gemm_floor_s(prepared: Prepared, gpus: int) -> float:

@@ -256,11 +256,15 @@ def chunks_work_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm
 
 
 def stage_passes_s(model: ModelSpec, plan: ParallelPlan, ops: OperatorModel, comm: CommModel, placement: Placement,
-                   stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None) -> list[float]:
+                   stack: StackProfile, ft: FinetuneSpec = FULL, memo: dict | None = None,
+                   compute_only: bool = False) -> list[float]:
     """Each pipeline stage's chunks' forward and backward for one micro-batch, as ``_chunks`` prices them,
-    without ZeRO-2/3 traffic (``memo``: as ``_passes``'s)."""
+    without ZeRO-2/3 traffic (``memo``: as ``_passes``'s); ``compute_only``: their kernels alone, without
+    communication and launches (what ``engine.step`` counts as a stage's compute)."""
     (fwd_l, bwd_l, fcomm_l, bcomm_l, launch_f, launch_b), (head_fwd, head_bwd, embed_fwd) = _passes(
         model, plan, ops, comm, placement, stack, ft, memo)
+    if compute_only:
+        fcomm_l = bcomm_l = launch_f = launch_b = 0.0
     layers = stage_layers(model.layers, plan.pipeline, plan.virtual_stages)
     stages = [0.0] * plan.pipeline
     for i, n in enumerate(layers):
