@@ -117,10 +117,13 @@ def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: boo
     return [done[i] if i in done else play(item) for i, item in enumerate(items)]
 
 
-def _taken(play: Callable[[Item], Result], items: Sequence[Item], queue_fd: int) -> dict[int, Result]:
-    """The answers to the items this process takes from the queue of ``shared_map``, by index, until it is empty."""
-    out = {}
-    while len(index := os.read(queue_fd, _INDEX_BYTES)) == _INDEX_BYTES:
+def _taken(play: Callable[[Item], Result], items: Sequence[Item], queue_fd: int,
+           most: int | None = None) -> dict[int, Result]:
+    """The answers to the items this process takes from the queue of ``shared_map``, by index, until it is empty
+    or this process holds ``most`` of them."""
+    out: dict[int, Result] = {}
+    most = len(items) if most is None else most
+    while len(out) < most and len(index := os.read(queue_fd, _INDEX_BYTES)) == _INDEX_BYTES:
         i = int.from_bytes(index, "little")
         out[i] = play(items[i])
     return out
@@ -132,7 +135,11 @@ def shared_then(first: Callable[[Item], Any], then: Callable[[list[tuple[Item, A
     items one at a time and works out ``first`` of each, then finishes all it took at once, ``then([(item,
     first), ...])`` giving an answer for each, in the order given: for work that gains from being finished
     together (several plans' Monte Carlos in one array) after a first part of unequal and uncertain work (their
-    steps). The same list either way, as long as each answer depends on its item alone."""
+    steps). Each process takes at most half the items (rounded up): finishing grows with the items taken (a
+    Monte Carlo array about linearly with its jobs), and a process quick through its first parts would otherwise
+    take nearly every item and finish them all alone (the 405B plan search: 10 of 11 plans, 1.6 s of Monte Carlo
+    against 0.5 s on the other core). The same list either way, as long as each answer depends on its item
+    alone."""
     if not (worth and 2 <= len(items) <= _QUEUE_BYTES // _INDEX_BYTES and can_split()):
         return then([(item, first(item)) for item in items])
     queue_fd, fill_fd = os.pipe()
@@ -140,7 +147,7 @@ def shared_then(first: Callable[[Item], Any], then: Callable[[list[tuple[Item, A
     os.close(fill_fd)
 
     def mine() -> dict[int, Result]:
-        taken = _taken(first, items, queue_fd)
+        taken = _taken(first, items, queue_fd, -(-len(items) // 2))
         return dict(zip(taken, then([(items[i], found) for i, found in taken.items()])))
 
     try:
