@@ -231,15 +231,22 @@ class CommModel:
             phases = self._phases(op, group, name)
             if phases is None:
                 continue
-            for protocol in self.protocols:                       # the fastest protocol, as NCCL's tuner picks
-                latencies = [p.hops.latency_s(protocol, self.net_overhead_s) for p in phases]
-                if any(t is None for t in latencies):
-                    continue
+            for protocol, latencies in self._latencies([p.hops for p in phases]):
                 found.append((name, [(lat if self.latency else 0.0, p.volume,
                                        self._protocol_Bps(protocol, p, group.nodes))
                                      for lat, p in zip(latencies, phases)]))
         memo[key] = self._cache[own] = found
         return found
+
+    def _latencies(self, hops: list[alg.Hops]) -> list[tuple[str, list[float]]]:
+        """(protocol, each phase's latency) under every NCCL protocol that applies to all the phases: the
+        protocols NCCL's tuner picks the fastest of."""
+        out = []
+        for protocol in self.protocols:
+            latencies = [h.latency_s(protocol, self.net_overhead_s) for h in hops]
+            if None not in latencies:
+                out.append((protocol, latencies))
+        return out
 
     @property
     def protocols(self) -> tuple[str, ...]:
@@ -299,16 +306,10 @@ class CommModel:
         found = self._cache.get(own)
         if found is None:
             _, m, k, uniform = alg.layout(self.members(group), self.cluster.node.gpus)
-            found = math.inf
-            for name in alg.ALL_REDUCE_ALGORITHMS:
-                hops = alg.all_reduce_hops(name, group.ranks, m, k, uniform)
-                if hops is None or (name == "nvls" and not self.nvls_capable):
-                    continue
-                for protocol in self.protocols:
-                    latencies = [h.latency_s(protocol, self.net_overhead_s) for h in hops]
-                    if None not in latencies:
-                        found = min(found, sum(latencies))
-            self._cache[own] = found
+            hops = [alg.all_reduce_hops(name, group.ranks, m, k, uniform) for name in alg.ALL_REDUCE_ALGORITHMS
+                    if name != "nvls" or self.nvls_capable]
+            found = self._cache[own] = min(sum(latencies) for phases in hops if phases is not None
+                                           for _, latencies in self._latencies(phases))
         return found
 
     def reduce_scatter_s(self, size_bytes: float, group: GroupShape) -> float:
