@@ -7,8 +7,8 @@ the child works out the second half of the list and sends it back through a pipe
 meanwhile (``split_map``). Items of unequal and uncertain work are taken one at a time by whichever process is
 free instead (``shared_map``); where the items then gain from being finished together, each process finishes
 those it took in one call, each taking at most half (``shared_then``: the plans a search plays in full, their
-steps one by one, then their Monte Carlos in one array). The list comes back in its order, each item the one a single process gives,
-so every number is the same.
+steps one by one, then their Monte Carlos in one array). The list comes back in its order, each item the one a
+single process gives, so every number is the same.
 
 The fork is taken only where it is safe and pays:
 

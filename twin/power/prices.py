@@ -50,8 +50,9 @@ def gpu_hour_price(gpu: str, provider: str, field: str = "site.gpu_hour_price") 
                                 "price (e.g. '2.50 USD/GPU-h')")
         euros = [to_eur(_per_gpu_hour(r), r["currency"], f"catalog prices ({r['instance']})") for r in offers]
         names = ", ".join(f"{r['provider']} {r['instance']}" for r in offers)
-        return GPUHourPrice(statistics.median(euros), "EUR",
-                            f"median of {len(offers)} on-demand list prices of {gpu} ({names}; catalog prices.yaml)")
+        which = (f"median of {len(offers)} on-demand list prices" if len(offers) > 1
+                 else "the one on-demand list price")
+        return GPUHourPrice(statistics.median(euros), "EUR", f"{which} of {gpu} ({names}; catalog prices.yaml)")
     known = providers()
     if provider not in known:
         raise ScenarioError(field, f"unknown provider '{provider}'{did_you_mean(provider, known + [LIST])}; "
