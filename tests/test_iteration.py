@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twin.api import build, run_dict
-from twin.engine.iteration import schedule_order, simulate_iteration
+from twin.engine.iteration import Span, _plan_key, _simulate, schedule_order, simulate_iteration
+from twin.engine.iteration_simpy import SimPyPipeline
 from twin.engine.stage_costs import ChunkCost, StepCosts
 from twin.engine.step import step_time, with_stragglers
 from twin.scenario import parse_scenario, with_overrides
@@ -145,8 +148,6 @@ def test_result_carries_one_step_timeline():
 ])
 def test_a_long_step_is_extended_exactly_from_its_steady_state(change):
     """Many micro-batches are played in the steady state and extended linearly: the same breakdown as playing all."""
-    from twin.engine.iteration import _plan_key, _simulate
-
     data = {"cluster": {"node": "dgx-h100", "nodes": 2},
             "training": {"model": "llama2-7b", "tokens": "1B", "seq_len": 2048, "global_batch": 64,
                          "parallelism": {"tensor": 1, "pipeline": 1}}}
@@ -157,3 +158,37 @@ def test_a_long_step_is_extended_exactly_from_its_steady_state(change):
     for part, value in played.parts().items():
         assert extended.parts()[part] == pytest.approx(value, rel=1e-9, abs=1e-12), part
     assert extended.step_s == pytest.approx(played.step_s, rel=1e-12)
+
+
+_SECONDS = st.floats(1e-3, 2.0, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def _steps(draw) -> tuple[StepCosts, tuple]:
+    """A step of random unequal chunks: every schedule, both overlaps, ZeRO-3 passes, sends free or not."""
+    schedule = draw(st.sampled_from(["gpipe", "1f1b", "interleaved"]))
+    p = draw(st.integers(1, 6))
+    v = draw(st.integers(2, 3)) if schedule == "interleaved" else 1
+    m = p * draw(st.integers(1, 4)) if schedule == "interleaved" else draw(st.integers(1, 12))
+    chunks = []
+    for _ in range(p * v):
+        forward, backward, dp = draw(_SECONDS), draw(_SECONDS), draw(st.sampled_from([0.0, 0.01, 0.3]))
+        chunks.append(ChunkCost(forward, backward, forward / 4, backward / 5, draw(st.integers(1, 4)),
+                                forward / 100, backward / 100, dp, 2 * dp, dp / 10, dp / 5))
+    costs = StepCosts(chunks, draw(st.sampled_from([0.0, 0.002, 0.05])), draw(st.sampled_from([0.0, 0.4, 3.0])),
+                      draw(st.sampled_from([0.0, 0.2, 2.5])), 0.1, draw(st.sampled_from([0.0, 0.08])), 0.01)
+    return costs, (schedule, p, v, m, draw(st.booleans()), draw(st.booleans()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_steps())
+def test_the_loop_plays_the_simpy_reference_step_to_the_last_digit(step):
+    """The plain loop the twin plays a step with and the SimPy processes (the reference) give the same breakdown,
+    spans and activations in flight, float for float."""
+    costs, key = step
+    loop = _simulate(costs, *key)
+    reference = SimPyPipeline(costs, *key).run()
+    assert repr(loop.breakdown) == repr(reference.breakdown)        # reprs: 0 is not 0.0 in a record
+    assert repr(loop.played) == repr(reference.played)
+    assert loop.peak_in_flight == reference.peak_in_flight
+    assert loop.timeline[0] == Span(*(loop.played[0][i] for i in (0, 4, 5, 2, 1, 3)))

@@ -1,4 +1,4 @@
-"""Level 2, discrete-event: one training step played across the pipeline with SimPy.
+"""Level 2, discrete-event: one training step played across the pipeline.
 
 One representative rank per pipeline stage (every rank of a stage does the
 same work at the same time: tensor- and data-parallel peers are symmetric).
@@ -31,14 +31,15 @@ first forward (modelled at the start of this step, layer by layer), otherwise
 exposed after the optimizer.
 
 The step then waits for its slowest GPU (``stragglers``; not drawn in the timeline).
+
+The stages are played by a plain loop (``_Loop``) that forms every time as SimPy's clock would; the SimPy
+processes (``iteration_simpy.py``) are the reference it is tested against.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
-
-import simpy
+from functools import cached_property, lru_cache
 
 from twin.engine.stage_costs import StepCosts
 from twin.engine.step import StepBreakdown, step_time, with_stragglers
@@ -61,8 +62,15 @@ class Span:
 @dataclass(frozen=True)
 class IterationResult:
     breakdown: StepBreakdown
-    timeline: tuple[Span, ...]           # the step as played (its first micro-batches when extended)
+    # the step as played (its first micro-batches when extended), by stage and start:
+    # (stage, start_s, kind, end_s, microbatch, chunk), a Span's fields in the order they sort by
+    played: tuple[tuple[int, float, str, float, int, int], ...]
     peak_in_flight: tuple[int, ...]      # per stage: most micro-batch chunks whose activations are held at once
+
+    @cached_property
+    def timeline(self) -> tuple[Span, ...]:
+        """The step's spans as played, made when asked (a plan search plays 30,000-pass steps it never draws)."""
+        return tuple(Span(stage, j, g, kind, start, end) for stage, start, kind, end, j, g in self.played)
 
 
 def schedule_order(plan_schedule: str, pipeline: int, virtual: int, microbatches: int,
@@ -131,7 +139,7 @@ def simulate_iteration(costs: StepCosts, plan: ParallelPlan) -> IterationResult:
     extended = replace(extended, dp_latency_s=_extend(long.breakdown.dp_latency_s, short.breakdown.dp_latency_s,
                                                       p, m - played))
     in_flight = tuple(m if plan.schedule == "gpipe" else n for n in long.peak_in_flight)
-    return IterationResult(with_stragglers(costs, extended), long.timeline, in_flight)
+    return IterationResult(with_stragglers(costs, extended), long.played, in_flight)
 
 
 def _extend(long_s: float, short_s: float, p: int, more: int) -> float:
@@ -155,21 +163,19 @@ def _simulate_cached(costs: StepCosts, plan_key: tuple) -> IterationResult:
 
 def _simulate(costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool,
               overlap_gather: bool) -> IterationResult:
-    return _Pipeline(costs, schedule, p, v, m, overlap, overlap_gather).run()
+    return _Loop(costs, schedule, p, v, m, overlap, overlap_gather).run()
 
 
-class _Pipeline:
-    """One step on SimPy: a process per stage walking its schedule, and the gradient buckets that reduce on
-    each stage's communication stream. Per-stage tallies (lists indexed by stage) make the breakdown."""
+class Stages:
+    """What a play of one step keeps and works out, whichever engine plays it: per-stage tallies (lists
+    indexed by stage), each pass's duration, the gradient buckets asked for, the breakdown. How a bucket is
+    reduced once asked for (``reduce_from``) and how the stages wait for each other are the engine's."""
 
     def __init__(self, costs: StepCosts, schedule: str, p: int, v: int, m: int, overlap: bool,
                  overlap_gather: bool):
         self.costs, self.schedule, self.p, self.v, self.m = costs, schedule, p, v, m
         self.overlap, self.overlap_gather = overlap, overlap_gather
-        self.env = simpy.Environment()
-        self.spans: list[Span] = []
-        # delivered[(direction, global chunk, micro-batch)]: the input of that pass has arrived
-        self.delivered: dict[tuple[str, int, int], simpy.Event] = {}
+        self.spans: list[tuple[int, float, str, float, int, int]] = []    # IterationResult.played, unsorted
         self.stage_layers = [sum(c.layers for c in costs.stage_chunks(s, p)) for s in range(p)]
         self.max_stage_layers = max(self.stage_layers) or 1
         self.compute_end = [0.0] * p
@@ -181,30 +187,29 @@ class _Pipeline:
         self.dp_latency = [0.0] * p   # of zero_extra, what the collectives' latency adds
         self.gather_wait = [0.0] * p
         self.in_flight_peak = [0] * p
-        self.streams = [simpy.Resource(self.env, capacity=1) for _ in range(p)]
 
-    def arrival(self, direction: str, g: int, j: int) -> simpy.Event:
-        key = (direction, g, j)
-        if key not in self.delivered:
-            self.delivered[key] = self.env.event()
-        return self.delivered[key]
+    def reduce_from(self, stage: int, now_s: float, ready_s: float, duration_s: float, chunk: int) -> None:
+        """Asked at ``now_s``: reduce one gradient bucket of ``chunk`` on the stage's communication stream (one
+        bucket at a time, first asked first served) once it is ready at ``ready_s``."""
+        raise NotImplementedError
+
+    def order_of(self, stage: int) -> tuple[list[tuple[str, int, int]], dict[int, int], bool]:
+        """A stage's passes in order; the micro-batch of the last backward of each of its chunks; whether its
+        gradients reduce at all."""
+        order = schedule_order(self.schedule, self.p, self.v, self.m, stage)
+        last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(self.v)}
+        return order, last_backward, self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers > 0
 
     def gather_end_s(self, stage: int) -> float:
         """When the (overlapped) parameter all-gather of this stage's chunks completes."""
         return self.costs.dp_gather_s * self.stage_layers[stage] / self.max_stage_layers
 
-    def bucket(self, stage: int, ready_s: float, duration_s: float, chunk: int):
-        """Reduce one gradient bucket on the stage's communication stream once it is ready."""
-        env = self.env
-        if ready_s > env.now:
-            yield env.timeout(ready_s - env.now)
-        with self.streams[stage].request() as turn:
-            yield turn
-            start = env.now
-            yield env.timeout(duration_s)
-            self.spans.append(Span(stage, -1, chunk, "dp_comm", start, env.now))
+    def gathers_first(self) -> None:
+        """Last step's parameter all-gather, under the first forwards, when it overlaps."""
+        if self.overlap_gather and self.costs.dp_gather_s > 0:
+            self.spans.extend((stage, 0.0, "dp_comm", self.gather_end_s(stage), -1, -1) for stage in range(self.p))
 
-    def _forward_s(self, stage: int, k: int, cost, start: float, first_forward_done: set[int]) -> float:
+    def forward_s(self, stage: int, k: int, cost, start: float, first_forward_done: set[int]) -> float:
         """A forward pass's duration, with the overlapped parameter gather's effects on it."""
         duration = cost.forward_s + cost.forward_dp_s
         self.zero_extra[stage] += cost.forward_dp_s
@@ -228,15 +233,15 @@ class _Pipeline:
         first_forward_done.add(k)
         return duration
 
-    def _backward_s(self, stage: int, cost) -> float:
+    def backward_s(self, stage: int, cost) -> float:
         self.zero_extra[stage] += cost.backward_dp_s
         self.dp_latency[stage] += cost.backward_dp_latency_s
         self.comm_inside[stage] += cost.backward_comm_s
         self.launches[stage] += cost.backward_launch_s
         return cost.backward_s + cost.backward_dp_s
 
-    def _gradients_final(self, stage: int, g: int, cost, start: float, duration: float,
-                         deferred: list[tuple[float, int]]) -> float:
+    def gradients_final(self, stage: int, g: int, cost, start: float, duration: float,
+                        deferred: list[tuple[float, int]]) -> float:
         """The last backward of chunk ``g``: its gradients reduce in one bucket per layer, ready as the backward
         passes its layers (last layer first). Returns the pass's duration, slowed by overlapped reduction."""
         stage_dp_s = self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers
@@ -251,64 +256,13 @@ class _Pipeline:
         self.zero_extra[stage] += slowdown
         duration += slowdown
         for i in range(n):
-            self.env.process(self.bucket(stage, start + (i + 1) * duration / n, share / n, g))
+            self.reduce_from(stage, start, start + (i + 1) * duration / n, share / n, g)
         return duration
 
-    def _hand_on(self, stage: int, direction: str, j: int, g: int):
-        """Send the activation (or gradient) of pass (``direction``, ``j``, ``g``) to the next chunk."""
-        target = g + 1 if direction == FORWARD else g - 1
-        if not 0 <= target < self.p * self.v:
-            return
-        if self.p > 1:
-            send_start = self.env.now
-            yield self.env.timeout(self.costs.p2p_s)
-            self.busy[stage] += self.costs.p2p_s
-            self.sends_s[stage] += self.costs.p2p_s
-            if self.costs.p2p_s > 0:
-                self.spans.append(Span(stage, j, g, "send", send_start, self.env.now))
-        self.arrival(direction, target, j).succeed()
-
-    def rank(self, stage: int):
-        """The representative rank of ``stage``: its passes in schedule order."""
-        env, p, n_chunks = self.env, self.p, self.p * self.v
-        order = schedule_order(self.schedule, p, self.v, self.m, stage)
-        last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(self.v)}
-        first_forward_done: set[int] = set()
-        held = 0
-        deferred: list[tuple[float, int]] = []
-        reduces = self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers > 0
-        for direction, j, k in order:
-            g = stage + p * k
-            cost = self.costs.chunks[g]
-            if direction == FORWARD and g > 0 or direction == BACKWARD and g < n_chunks - 1:
-                yield self.arrival(direction, g, j)
-            start = env.now
-            if direction == FORWARD:
-                duration = self._forward_s(stage, k, cost, start, first_forward_done)
-                held += 1
-            else:
-                duration = self._backward_s(stage, cost)
-                held -= 1
-            self.in_flight_peak[stage] = max(self.in_flight_peak[stage], held)
-            if direction == BACKWARD and j == last_backward[k] and reduces:
-                duration = self._gradients_final(stage, g, cost, start, duration, deferred)
-            yield env.timeout(duration)
-            self.busy[stage] += duration
-            self.spans.append(Span(stage, j, g, direction, start, env.now))
-            yield from self._hand_on(stage, direction, j, g)
-        self.compute_end[stage] = env.now
-        for share, g in deferred:
-            env.process(self.bucket(stage, env.now, share, g))
-
-    def run(self) -> IterationResult:
-        gathering = self.overlap_gather and self.costs.dp_gather_s > 0
-        for stage in range(self.p):
-            self.env.process(self.rank(stage))
-            if gathering:     # last step's parameter all-gather, under the first forwards
-                self.spans.append(Span(stage, -1, -1, "dp_comm", 0.0, self.gather_end_s(stage)))
-        self.env.run()
+    def result(self) -> IterationResult:
+        """Once every stage and bucket has played: the breakdown, and the timeline by stage and start."""
         breakdown = self._breakdown()
-        self.spans.sort(key=lambda s: (s.stage, s.start_s, s.kind))
+        self.spans.sort()
         return IterationResult(breakdown, tuple(self.spans), tuple(self.in_flight_peak))
 
     def _breakdown(self) -> StepBreakdown:
@@ -319,12 +273,12 @@ class _Pipeline:
         t = barrier
         for kind, duration in (("overheads", costs.overheads_s), ("optimizer", costs.optimizer_s)):
             if duration > 0:
-                spans.extend(Span(stage, -1, -1, kind, t, t + duration) for stage in range(p))
+                spans.extend((stage, t, kind, t + duration, -1, -1) for stage in range(p))
             t += duration
         exposed_gather = 0.0
         if not self.overlap_gather and costs.dp_gather_s > 0:
             for stage in range(p):
-                spans.append(Span(stage, -1, -1, "dp_comm", t, t + self.gather_end_s(stage)))
+                spans.append((stage, t, "dp_comm", t + self.gather_end_s(stage), -1, -1))
             exposed_gather = costs.dp_gather_s
         step_s = t + exposed_gather
         s = max(range(p), key=lambda s: self.busy[s] - self.gather_wait[s])
@@ -340,5 +294,91 @@ class _Pipeline:
                              optimizer_s=costs.optimizer_s, bottleneck_stage=s, dp_latency_s=self.dp_latency[s])
 
 
-def _last_end(spans: list[Span], kind: str) -> float:
-    return max((s.end_s for s in spans if s.kind == kind), default=0.0)
+
+
+class _Loop(Stages):
+    """The step played without an event queue: each stage walks its passes in order, a pass starting when its
+    stage is free and its input has arrived; a stage whose input has not been sent yet waits (a generator
+    suspended on the input's key) until the stage that sends it gets there. Every time is the sum SimPy's
+    clock forms (``engine/iteration_simpy.py``, the reference, gives the same step to the last digit:
+    ``tests/test_iteration.py``); each stage's stream then reduces its buckets first asked first served."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.arrived: dict[tuple[str, int, int], float] = {}     # (direction, global chunk, micro-batch) → time
+        self.waiting: dict[tuple[str, int, int], object] = {}
+        self.resumed: list[tuple[object, float | None]] = []
+        self.asked: list[list[tuple[float, int, float, int]]] = [[] for _ in range(self.p)]
+
+    def reduce_from(self, stage: int, now_s: float, ready_s: float, duration_s: float, chunk: int) -> None:
+        asked = self.asked[stage]
+        asked.append((now_s + (ready_s - now_s) if ready_s > now_s else now_s, len(asked), duration_s, chunk))
+
+    def rank(self, stage: int):
+        """The representative rank of ``stage``: yields the key of an input not yet sent, is sent its arrival."""
+        p, n_chunks, chunks, p2p_s, arrived = self.p, self.p * self.v, self.costs.chunks, self.costs.p2p_s, self.arrived
+        order, last_backward, reduces = self.order_of(stage)
+        first_forward_done: set[int] = set()
+        held, now, busy, sent = 0, 0, 0.0, 0.0          # the clock starts at 0, an int, as SimPy's does
+        deferred: list[tuple[float, int]] = []
+        spans = self.spans
+        for direction, j, k in order:
+            g = stage + p * k
+            cost = chunks[g]
+            if direction == FORWARD and g > 0 or direction == BACKWARD and g < n_chunks - 1:
+                key = (direction, g, j)
+                arrival = arrived[key] if key in arrived else (yield key)
+                if arrival > now:
+                    now = arrival
+            start = now
+            if direction == FORWARD:
+                duration = self.forward_s(stage, k, cost, start, first_forward_done)
+                held += 1
+                target = g + 1
+            else:
+                duration = self.backward_s(stage, cost)
+                held -= 1
+                target = g - 1
+            if held > self.in_flight_peak[stage]:
+                self.in_flight_peak[stage] = held
+            if direction == BACKWARD and j == last_backward[k] and reduces:
+                duration = self.gradients_final(stage, g, cost, start, duration, deferred)
+            now = start + duration
+            busy += duration
+            spans.append((stage, start, direction, now, j, g))
+            if not 0 <= target < n_chunks:
+                continue
+            if p > 1:
+                send_start, now = now, now + p2p_s
+                busy += p2p_s
+                sent += p2p_s
+                if p2p_s > 0:
+                    spans.append((stage, send_start, "send", now, j, g))
+            key = (direction, target, j)
+            arrived[key] = now
+            if key in self.waiting:
+                self.resumed.append((self.waiting.pop(key), now))
+        self.busy[stage], self.sends_s[stage], self.compute_end[stage] = busy, sent, now
+        for share, g in deferred:
+            self.reduce_from(stage, now, now, share, g)
+
+    def run(self) -> IterationResult:
+        self.gathers_first()
+        self.resumed = [(self.rank(stage), None) for stage in reversed(range(self.p))]
+        while self.resumed:
+            rank, arrival = self.resumed.pop()
+            try:
+                self.waiting[rank.send(arrival)] = rank
+            except StopIteration:
+                pass
+        for stage, asked in enumerate(self.asked):
+            free = 0.0
+            for ready, _, duration, chunk in sorted(asked):
+                start = ready if ready > free else free
+                free = start + duration
+                self.spans.append((stage, start, "dp_comm", free, -1, chunk))
+        return self.result()
+
+
+def _last_end(spans: list[tuple], kind: str) -> float:
+    return max((s[3] for s in spans if s[2] == kind), default=0.0)
