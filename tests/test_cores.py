@@ -267,6 +267,29 @@ def test_shared_items_are_taken_by_whichever_core_is_free_and_come_back_in_order
     """)
 
 
+def test_work_done_here_first_leaves_the_child_the_items_meanwhile():
+    """``shared_map``'s ``here_first``: the parent does it before taking items, while the child takes them, and
+    keeps what it made (as a plan search keeps the fabric it built for the fork after); nothing run without a
+    fork."""
+    _run("""
+        import os, time
+        from twin.cores import shared_map
+        parent, kept = os.getpid(), []
+        def first():
+            time.sleep(0.5)
+            kept.append(os.getpid())
+        def played(i):
+            time.sleep(0.02)
+            return i * i, os.getpid()
+        got = shared_map(played, list(range(12)), True, here_first=first)
+        assert [square for square, _ in got] == [i * i for i in range(12)]
+        assert kept == [parent]
+        assert sum(pid == parent for _, pid in got) <= 2        # the child took the items during the half second
+        assert shared_map(played, list(range(3)), False, here_first=first) == [(i * i, parent) for i in range(3)]
+        assert kept == [parent]
+    """)
+
+
 def test_balanced_halves_by_hand():
     """The heaviest first, each to the lighter part; each part in index order."""
     from twin.cores import balanced_halves

@@ -95,13 +95,17 @@ _INDEX_BYTES = 4
 _QUEUE_BYTES = 4096
 
 
-def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool) -> list[Result]:
+def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: bool,
+               here_first: Callable[[], Any] | None = None) -> list[Result]:
     """``[play(item) for item in items]``, the items taken in their order by whichever of this process and a
     forked child is free, when ``worth`` and ``can_split()``: items of unequal and uncertain work (put the
     heaviest first) end about together. Their indices wait in a pipe both processes read, one whole index a
     read (Linux copies a pipe read under the pipe's lock), so each item is played once; the child sends its
     answers back by index, and any it did not send the parent plays. The same list either way, as long as
-    ``play`` depends on its item alone. More items than the queue holds are split in halves (``split_map``)."""
+    ``play`` depends on its item alone. More items than the queue holds are split in halves (``split_map``).
+
+    ``here_first``: work this process does before it takes items when the child is forked, the child taking
+    items meanwhile; what that work keeps (a cluster's fabric) is in both processes of the next fork."""
     if len(items) * _INDEX_BYTES > _QUEUE_BYTES:
         return split_map(play, items, worth)
     if not worth or len(items) < 2 or not can_split():
@@ -109,8 +113,14 @@ def shared_map(play: Callable[[Item], Result], items: Sequence[Item], worth: boo
     queue_fd, fill_fd = os.pipe()
     os.write(fill_fd, b"".join(i.to_bytes(_INDEX_BYTES, "little") for i in range(len(items))))
     os.close(fill_fd)                              # once read to its end, the queue reads as empty
+
+    def mine() -> dict[int, Result]:
+        if here_first is not None:
+            here_first()
+        return _taken(play, items, queue_fd)
+
     try:
-        done, theirs = _forked(lambda: _taken(play, items, queue_fd), lambda: _taken(play, items, queue_fd))
+        done, theirs = _forked(mine, lambda: _taken(play, items, queue_fd))
     finally:
         os.close(queue_fd)
     done.update(theirs or {})
