@@ -294,8 +294,6 @@ class Stages:
                              optimizer_s=costs.optimizer_s, bottleneck_stage=s, dp_latency_s=self.dp_latency[s])
 
 
-
-
 class _Loop(Stages):
     """The step played without an event queue: each stage walks its passes in order, a pass starting when its
     stage is free and its input has arrived; a stage whose input has not been sent yet waits (a generator

@@ -232,11 +232,10 @@ def _closed_form_pass(prepared: Prepared, option: dict[str, Any], constraints: l
     """Every plan of one option: pruned, bounded, or evaluated in closed form; those that meet the constraints,
     in the space's order. The plans are sized in batches taken by whichever core is free where a second is
     (``twin/cores.py``), this one building the cluster's fabric first, and counted here in the space's order;
-    the sized ones are then
-    evaluated from the lowest time floor up, until a floor is above the times of the plans the search keeps
-    (``_Bound``), on two cores where a second is free (the plans of one placement in one share, ``_dealt``),
-    each share bounded by what it keeps (never tighter than the whole), and counted here in the floors'
-    order, as one pass would."""
+    the sized ones are then evaluated from the lowest time floor up, until a floor is above the times of the
+    plans the search keeps (``_Bound``), on two cores where a second is free (the plans of one placement in
+    one share, ``_dealt``), each share bounded by what it keeps (never tighter than the whole), and counted
+    here in the floors' order, as one pass would."""
     requests = list(plan_space(prepared))
     batches = [requests[i:i + SIZED_BATCH] for i in range(0, len(requests), SIZED_BATCH)]
     sized = shared_map(partial(_sized, prepared, bound.keep > 0), batches, worth=len(requests) >= SPLIT_PLANS,
