@@ -240,7 +240,7 @@ def estimate(prepared: Prepared, request: PlanRequest,
     built = build_plan(prepared, request, planned)
     step = step_time(built.costs, built.plan)
     tr, plan, cluster = prepared.scenario.training, built.plan, prepared.cluster
-    ideal_s = tr.tokens / (plan.tokens_per_step / step.step_s)
+    ideal_s = ideal_run_s(tr.tokens, plan, step.step_s)
     pw = assess_at(prepared.facility, step, plan.gpus, ideal_s, None)
     site = pw.site
     return PlanEstimate(
@@ -251,6 +251,11 @@ def estimate(prepared: Prepared, request: PlanRequest,
         energy_facility_kwh=pw.energy_facility_kwh, peak_power_it_w=pw.peak_power_it_w,
         country=site.code, carbon_kg=site.carbon_kg, cost_eur=site.total_cost_eur,
         rental_cost_eur=pw.rental_cost_eur, cost_parts=pw.cost())
+
+
+def ideal_run_s(tokens: float, plan: ParallelPlan, step_s: float) -> float:
+    """The run without failures: ``tokens`` at the throughput of a ``step_s`` step."""
+    return tokens / (plan.tokens_per_step / step_s)
 
 
 def _model_flops(b: Built) -> float:
@@ -305,7 +310,7 @@ def job_of(scenario: Scenario) -> tuple[JobSpec, int, int] | None:
     built = build(scenario)
     step = _fed(scenario, built, simulate_iteration(built.costs, built.plan).breakdown)
     policy = failure_policy_of(scenario.failures, scenario.cluster)
-    if scenario.training.tokens / (built.plan.tokens_per_step / step.step_s) > policy.horizon_s:
+    if ideal_run_s(scenario.training.tokens, built.plan, step.step_s) > policy.horizon_s:
         return None                     # beyond the horizon even without failures: ``_job_run`` plays none
     return _job_spec(built, step, policy), policy.seed, policy.samples
 
@@ -452,7 +457,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     gpu = cluster.node.gpu
     rates = _rates(b, step)
     trained = trainable_params(model, b.finetune)
-    ideal_s = tr.tokens / rates["tokens_per_s"]
+    ideal_s = ideal_run_s(tr.tokens, plan, step.step_s)
     warnings: list[str] = []
     job = _job_run(b, step, ideal_s, warnings)
     advice = _memory_advice(b, warnings)

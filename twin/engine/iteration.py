@@ -198,7 +198,11 @@ class Stages:
         gradients reduce at all."""
         order = schedule_order(self.schedule, self.p, self.v, self.m, stage)
         last_backward = {k: max(j for d, j, kk in order if d == BACKWARD and kk == k) for k in range(self.v)}
-        return order, last_backward, self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers > 0
+        return order, last_backward, self.reduce_s(stage) > 0
+
+    def reduce_s(self, stage: int) -> float:
+        """The data-parallel reduction of this stage's gradients, all its chunks'."""
+        return self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers
 
     def gather_end_s(self, stage: int) -> float:
         """When the (overlapped) parameter all-gather of this stage's chunks completes."""
@@ -244,8 +248,7 @@ class Stages:
                         deferred: list[tuple[float, int]]) -> float:
         """The last backward of chunk ``g``: its gradients reduce in one bucket per layer, ready as the backward
         passes its layers (last layer first). Returns the pass's duration, slowed by overlapped reduction."""
-        stage_dp_s = self.costs.dp_reduce_s * self.stage_layers[stage] / self.max_stage_layers
-        share = stage_dp_s * cost.layers / max(1, self.stage_layers[stage])
+        share = self.reduce_s(stage) * cost.layers / max(1, self.stage_layers[stage])
         n = max(1, cost.layers)
         if not self.overlap:
             deferred.append((share, g))
@@ -309,6 +312,8 @@ class _Loop(Stages):
         self.asked: list[list[tuple[float, int, float, int]]] = [[] for _ in range(self.p)]
 
     def reduce_from(self, stage: int, now_s: float, ready_s: float, duration_s: float, chunk: int) -> None:
+        # A SimPy process asked at ``now_s`` waits ``ready_s - now_s`` on its clock: asked again at the sum of the
+        # two, which may differ from ``ready_s`` in its last bit.
         asked = self.asked[stage]
         asked.append((now_s + (ready_s - now_s) if ready_s > now_s else now_s, len(asked), duration_s, chunk))
 

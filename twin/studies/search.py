@@ -50,6 +50,7 @@ from twin.api import (
     with_overrides,
 )
 from twin.api.floors import plan_passes_floor_s
+from twin.api.training import ideal_run_s
 from twin.network.fabric_cache import cluster_fabric
 from twin.errors import InfeasibleError, ScenarioError
 from twin.options import OBJECTIVES, ConstraintName, Objective, recompute_levels
@@ -304,8 +305,8 @@ def _sized(prepared: Prepared, floored: bool,
            requests: list[PlanRequest]) -> list[tuple[str, ParallelPlan | None, tuple | None, float]]:
     """(outcome, the plan's key among its ZeRO stages when it has no data parallelism, (plan, memory), a floor
     on its time to train) of each request: infeasible, over memory or sized. The floor is the run at the
-    plan's passes floor (``plan_passes_floor_s``), written as ``estimate`` writes the time, so never above
-    it; 0 when not ``floored`` or for a plan the floor does not describe."""
+    plan's passes floor (``plan_passes_floor_s``), worked out as ``estimate`` works out the time
+    (``ideal_run_s``), so never above it; 0 when not ``floored`` or for a plan the floor does not describe."""
     capacity = prepared.cluster.node.gpu.memory_bytes
     tokens = prepared.scenario.training.tokens
     out: list[tuple[str, ParallelPlan | None, tuple | None, float]] = []
@@ -320,7 +321,7 @@ def _sized(prepared: Prepared, floored: bool,
             out.append(("over memory", key, None, 0.0))
             continue
         step_floor_s = plan_passes_floor_s(prepared, request, planned) if floored else 0.0
-        out.append(("sized", key, planned, tokens / (plan.tokens_per_step / step_floor_s) if step_floor_s else 0.0))
+        out.append(("sized", key, planned, ideal_run_s(tokens, plan, step_floor_s) if step_floor_s else 0.0))
     return out
 
 
