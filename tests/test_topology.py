@@ -125,6 +125,29 @@ def test_large_clos_has_three_tiers():
     assert T.bisection_Bps(g) == pytest.approx(T.injection_Bps(g) / 2)
 
 
+@pytest.mark.parametrize("nodes", [1, 64])
+def test_leaves_with_more_spines_than_up_ports_cable_a_stripe(nodes):
+    """A DGX GH200 has 256 rails, so an SU has 256 leaves of 32 up-ports, more than the spines a leaf could
+    reach one cable each (128 in two tiers, 256 a pod in three): each leaf cables 32 distinct spines, every
+    spine takes as many leaves, and the cables counted are the leaves' up-ports, not a fraction of a cable to
+    every spine counted as whole ones."""
+    g = T.rail_optimized_fat_tree(node_spec("dgx-gh200"), nodes)
+    c = T.counts(g)
+    up_ports = 32                                 # 32 nodes an SU down, as many up (no oversubscription)
+    assert c["cables_leaf-spine"] == c["leaf"] * up_ports
+    spines = {v for v, kind in g.nodes(data="kind") if kind == "spine"}
+    for v, kind in g.nodes(data="kind"):
+        if kind == "leaf":
+            up = [g[v][w] for w in g[v] if w in spines]
+            assert len(up) == up_ports and all(link["cables"] == 1 for link in up)
+            assert sum(link["capacity_Bps"] for link in up) == pytest.approx(up_ports * NDR_Bps)
+    down = {sum(1 for w in g[s] if w[0] == "leaf") for s in spines}
+    assert len(down) == 1 and down.pop() * len(spines) == c["cables_leaf-spine"]
+    for v, kind in g.nodes(data="kind"):
+        if kind in ("leaf", "spine"):
+            assert sum(g[v][w]["cables"] for w in g[v]) <= T.SWITCH_RADIX
+
+
 def test_single_switch_and_storage_fabric():
     g = T.single_switch(H100, 4, storage_write_Bps=100e9)
     c = T.counts(g)

@@ -239,7 +239,9 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
     """Spines (2-tier) or pod spines + cores (3-tier) above ``leaves``; returns (spines, cores).
 
     A leaf sends ``leaf_down_ports / leaf_oversubscription`` ports' worth of bandwidth
-    up, spread evenly over the spines of its pod. With one pod, or ``flat`` and at
+    up, spread evenly over the spines of its pod; where the pod needs more spines than a
+    leaf has up-ports (a node of 256 rails: 256 leaves of 32 up-ports an SU), each leaf
+    cables one stripe of them, one cable each, as the core tier does. With one pod, or ``flat`` and at
     most ``SWITCH_RADIX`` leaves, every spine reaches every leaf (two tiers, as the RA
     up to 4 SU); otherwise each pod gets its own spines and a core tier joins the pods,
     its bandwidth divided by ``pod_oversubscription``.
@@ -259,7 +261,11 @@ def _clos(g: nx.Graph, leaves: list, pods: list[list], leaf_down_ports: int, lin
             _vertex(g, s, kind="spine", tier=2, pod=None if two_tier else p)
             spines.append(s)
             mine.append(s)
-        _new_links(g, [(leaf, s) for leaf in pod_leaves for s in mine], up_Bps / n, "leaf-spine", up_ports / n)
+        if n <= up_ports:          # every leaf reaches every spine of its group, up_ports / n cables each
+            _new_links(g, [(leaf, s) for leaf in pod_leaves for s in mine], up_Bps / n, "leaf-spine", up_ports / n)
+        else:                      # more spines than a leaf has up-ports: each leaf cables a stripe of them
+            _new_links(g, [(leaf, mine[(j * up_ports + k) % n]) for j, leaf in enumerate(pod_leaves)
+                           for k in range(up_ports)], up_Bps / up_ports, "leaf-spine", 1)
         pod_spines.append(mine)
     if two_tier:
         return spines, cores
