@@ -300,15 +300,17 @@ def test_balanced_halves_by_hand():
 
 
 def test_a_shared_cluster_plays_its_baseline_on_a_second_core_to_the_same_record():
-    """Both of a shared cluster's splits, its listed service beside the fabric and its baseline beside the
-    carbon-aware play, give the record of one process."""
+    """Each of a shared cluster's splits, its listed service beside the fabric, its baseline beside the
+    carbon-aware play and its band's slow edge beside the fast one, gives the record of one process."""
     _run("""
         import twin.api.operations as operations
+        import twin.api.operations_bands as operations_bands
         from twin.api import run_file
         split = run_file("scenarios/superpod-shared.yaml").to_json()
-        operations.split_map = lambda play, items, worth: [play(item) for item in items]
+        one = lambda play, items, worth: [play(item) for item in items]
+        operations.split_map = operations_bands.split_map = one
         alone = run_file("scenarios/superpod-shared.yaml").to_json()
-        assert '"carbon_aware"' in split and split == alone
+        assert '"carbon_aware"' in split and '"makespan_s_high"' in split and split == alone
     """)
 
 

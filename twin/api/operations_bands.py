@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from twin.api.bands import SERVING_ENGINE, calibration_of
 from twin.bands import Calibration, Edges
+from twin.cores import split_map
 from twin.engine.step import StepBreakdown
 from twin.network.collectives import CommModel
 from twin.operations.accounting import Accounts
@@ -24,6 +26,8 @@ from twin.operations.cluster import ClusterRun
 from twin.operations.jobs import PricedStep, Shape
 from twin.operations.metrics import completion, power_use, utilisation, waits
 from twin.results import OperationsResult
+from twin.results.core import serialise
+from twin.results.operations import HEADLINE_FIELDS
 from twin.scenario import Scenario, Training
 from twin.workload.placement import Placement
 
@@ -63,15 +67,17 @@ def _at_edge(shape: Shape, factor: float) -> Shape:
 def played_at_edges(result: OperationsResult, bands: dict[str, Calibration], built: dict[tuple[str, int], Shape],
                     play: Play, pue: float, power_limit_w: float | None) -> OperationsResult:
     """``result`` with its templates' bands, and the runs at their fast and slow edges to be played when a
-    record asks for them (``OperationsResult.edges``)."""
-    def edges() -> tuple[OperationsResult, ...]:
-        out = []
-        for sign in (-1, 1):
-            shapes = {key: _at_edge(shape, bands[shape.template].band.factor ** sign) for key, shape in built.items()}
-            run, accounts = play(shapes)
-            out.append(replace(result, run=run, accounts=accounts, waits=waits(run.jobs),
-                               completion=completion(run.jobs), utilisation=utilisation(run),
-                               power=power_use(run, pue, power_limit_w), carbon_aware=None, warnings=[],
-                               play_edges=None))
-        return tuple(out)
+    record asks for them (``OperationsResult.edges``): one edge here, the other on a second core
+    (``twin/cores.py``), each sending back its headline numbers alone."""
+    def edge(sign: int) -> dict[str, Any]:
+        """The headline numbers of the jobs played at the fast (``sign`` −1) or the slow (+1) edge."""
+        shapes = {key: _at_edge(shape, bands[shape.template].band.factor ** sign) for key, shape in built.items()}
+        run, accounts = play(shapes)
+        played = replace(result, run=run, accounts=accounts, waits=waits(run.jobs), completion=completion(run.jobs),
+                         utilisation=utilisation(run), power=power_use(run, pue, power_limit_w), carbon_aware=None,
+                         warnings=[], play_edges=None)
+        return serialise(played, played.layout, HEADLINE_FIELDS)
+
+    def edges() -> tuple[dict[str, Any], ...]:
+        return tuple(split_map(edge, (-1, 1), worth=True))
     return replace(result, band=Edges(bands, METHOD), play_edges=edges)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from twin import collector
+
 if TYPE_CHECKING:
     from twin.power.assess import PowerAssessment
 
@@ -43,10 +45,31 @@ class Layout:
     omit: frozenset[str] = frozenset()                            # fields shown only through derived keys
 
 
+# Values ``plain`` and ``finite`` pass through as they are, by exact type: a record of 50,000 jobs holds
+# millions of them, and each is answered without a call of its own.
+_SCALARS = frozenset({str, int, bool, type(None)})
+# Field names of each dataclass ``plain`` has met, in declared order (``dataclasses.fields``).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass ``cls`` in declared order; None for any other class."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(cls):
+            return None
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def plain(record: Any) -> Any:
     """A dataclass record (nested records, lists and maps of them) as plain JSON-able values."""
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    cls = type(record)
+    if cls in _SCALARS or cls is float:
+        return record
+    names = _field_names(cls)
+    if names is not None:
+        return {name: plain(getattr(record, name)) for name in names}
     if isinstance(record, dict):
         return {k: plain(v) for k, v in record.items()}
     if isinstance(record, (list, tuple)):
@@ -82,13 +105,25 @@ def grouped(name: str) -> Any:
 
 def finite(value: Any) -> Any:
     """JSON has no inf/nan: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
+        return dict(zip(value, map(_finite_item, value.values())))
     if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
+        return list(map(_finite_item, value))
     return value
+
+
+def _finite_item(value: Any) -> Any:
+    """``finite`` of an item of a mapping or a list: a scalar or a plain float answered here."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is float:
+        return value if math.isfinite(value) else None
+    return finite(value)
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -133,7 +168,8 @@ class Record:
         return record
 
     def to_dict(self) -> dict[str, Any]:
-        return finite(self.banded(self.record()))
+        with collector.paused():       # a record of 50,000 jobs is millions of values that all live on
+            return finite(self.banded(self.record()))
 
     def described(self) -> dict[str, Any]:
         """The record a text summary reads: ``to_dict``, or less where a band is dear to compute and the

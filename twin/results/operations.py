@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
+from twin import collector
 from twin.bands import OPERATIONS_KEYS, SERVICE_KEYS, Edges, edges_record, with_band, with_edges
 from twin.hardware.specs import ClusterSpec
 from twin.network.records import FabricSummary
@@ -19,7 +20,7 @@ from twin.operations.cluster import ClusterRun, JobOutcome
 from twin.operations.jobs import Service
 from twin.operations.metrics import Completion, PowerUse, Timeline, Utilisation, Waits
 from twin.power.pricing import cost_parts
-from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, plain, serialise
+from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, plain
 
 # Completion counts shown as ``jobs_<name>`` next to the number of jobs submitted.
 JOB_COUNTS = ("finished", "timed_out", "unfinished")
@@ -174,11 +175,12 @@ class OperationsResult(Result):
     run: ClusterRun
     band: Edges | None = None                      # each template's band (twin.bands), set by twin.api
     # Plays the same jobs at the edges of those bands; run once, when a record first asks (``edges``).
-    play_edges: Callable[[], tuple[OperationsResult, ...]] | None = field(default=None, repr=False, compare=False)
+    play_edges: Callable[[], tuple[dict[str, Any], ...]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
-    def edges(self) -> tuple[OperationsResult, ...]:
-        """The same jobs played at the fast and at the slow edge of their templates' bands (none without a band).
+    def edges(self) -> tuple[dict[str, Any], ...]:
+        """The headline numbers (``HEADLINE_FIELDS``, serialised) of the same jobs played at the fast and at the
+        slow edge of their templates' bands (none without a band).
 
         Played on first use: a text report does not need them, a record (``banded``) does."""
         return self.play_edges() if self.play_edges is not None else ()
@@ -193,8 +195,7 @@ class OperationsResult(Result):
         band (docs/calibrate.md, "Error bands")."""
         if self.band is None:
             return record
-        edges = [serialise(e, e.layout, HEADLINE_FIELDS) for e in self.edges]
-        out = with_edges(record, edges, OPERATIONS_KEYS)
+        out = with_edges(record, list(self.edges), OPERATIONS_KEYS)
         out["services"] = {name: with_band(svc, self.band.templates[name].band.factor, SERVICE_KEYS)
                            for name, svc in out["services"].items()}
         return out | edges_record(self.band)
@@ -202,8 +203,9 @@ class OperationsResult(Result):
     def described(self) -> dict[str, Any]:
         """The record without its numbers' bands, with where they come from (the summary prints no more, and
         the bands would play the cluster twice again), and each job as its tenant alone (``_tenants_of_jobs``)."""
-        record = self.keys_by(DESCRIBED_LAYOUT)
-        return finite(record if self.band is None else record | edges_record(self.band))
+        with collector.paused():       # a record of 50,000 jobs is millions of values that all live on
+            record = self.keys_by(DESCRIBED_LAYOUT)
+            return finite(record if self.band is None else record | edges_record(self.band))
 
 
 # The layout of ``OperationsResult.described``: the record's, each job its tenant alone.
