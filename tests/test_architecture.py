@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Lower number = lower layer. A module may import only from its own layer or below.
 LAYERS = {
     "twin.units": 0, "twin.errors": 0, "twin.outputs": 0, "twin.formatting": 0, "twin.options": 0, "twin.text": 0,
-    "twin.yamlfile": 0, "twin.ticker": 0, "twin.collector": 0, "twin.cores": 0,
+    "twin.yamlfile": 0, "twin.ticker": 0, "twin.collector": 0, "twin.cores": 0, "twin.quantiles": 0,
     "twin.catalog": 10, "twin.calibration": 10, "twin.profile": 10,
     "twin.hardware": 20, "twin.storage": 25,
     "twin.workload": 30,

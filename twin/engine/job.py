@@ -42,6 +42,7 @@ from twin.jobs.failures import FailurePolicy, FailureProfile, drawn_component, p
 from twin.jobs.model import Event, Phase, Segment
 from twin.jobs.rules import (CheckpointCycle, checkpoint_cycle, checkpoint_plan, checkpoints_before_end, interrupted,
                              requeue_s)
+from twin.quantiles import percentile, percentiles
 
 TRAIN, RESTART, REPAIR_WAIT = Phase.TRAIN, Phase.RESTART, Phase.REPAIR_WAIT
 # Work bound: failures simulated over all the samples of one job. A job expected to finish whose
@@ -281,7 +282,7 @@ class JobStats:
     ideal_s: float
 
     def percentile(self, key: str, q: float) -> float:
-        return float(np.percentile([getattr(s, key) for s in self.samples], q))
+        return percentile([getattr(s, key) for s in self.samples], q)
 
     def mean(self, key: str) -> float:
         return float(np.mean([getattr(s, key) for s in self.samples]))
@@ -405,7 +406,7 @@ class Spread:
 
 
 def _spread(values: list[float]) -> Spread:
-    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    p10, p50, p90 = percentiles(values, [10, 50, 90])
     return Spread(float(p10), float(p50), float(p90), float(np.mean(values)))
 
 

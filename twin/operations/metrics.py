@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin import quantiles
 from twin.operations.records import FINISHED, ClusterRun, JobOutcome
 from twin.units import SECONDS_PER_HOUR
 
@@ -39,7 +40,7 @@ def percentiles(values: list[float] | np.ndarray) -> Quantiles:
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return Quantiles(0, None, None, None, None)
-    p50, p90, p99 = np.percentile(v, [50, 90, 99])
+    p50, p90, p99 = quantiles.percentiles(v, [50, 90, 99])
     return Quantiles(int(v.size), float(v.mean()), float(p50), float(p90), float(p99))
 
 

@@ -22,6 +22,7 @@ from twin.hardware.mig import MigProfile, mig_profile, slice_gpu
 from twin.hardware.specs import ClusterSpec, GPUSpec
 from twin.network.collectives import CommModel
 from twin.options import KVPrecision, ServingPrecision
+from twin.quantiles import percentiles
 from twin.serving.batching import IterationModel, iteration_model
 from twin.serving.engine import EngineRun, ReplicaEngine
 from twin.serving.kv_cache import MemoryPlan, memory_plan
@@ -83,7 +84,7 @@ class Percentiles:
         v = values[np.isfinite(values)]
         if len(v) == 0:
             return cls(math.nan, math.nan, math.nan)
-        return cls(*(float(x) for x in np.percentile(v, PERCENTILES)))
+        return cls(*(float(x) for x in percentiles(v, PERCENTILES)))
 
 
 @dataclass(frozen=True)
