@@ -48,18 +48,19 @@ class Layout:
 # Values ``plain`` and ``finite`` pass through as they are, by exact type: a record of 50,000 jobs holds
 # millions of them, and each is answered without a call of its own.
 _SCALARS = frozenset({str, int, bool, type(None)})
-# Field names of each dataclass ``plain`` has met, in declared order (``dataclasses.fields``).
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+# Field names of each class ``plain`` has met, in declared order (``dataclasses.fields``); None for a class
+# that is not a dataclass.
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 
 
 def _field_names(cls: type) -> tuple[str, ...] | None:
     """The fields of a dataclass ``cls`` in declared order; None for any other class."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        if not dataclasses.is_dataclass(cls):
-            return None
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        names = _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(cls))
+                                     if dataclasses.is_dataclass(cls) else None)
+        return names
 
 
 def plain(record: Any) -> Any:
