@@ -84,10 +84,12 @@ def twin(*argv: str) -> SimpleNamespace:
 
 # The browser's tests (each file on one worker, with its own server and browser) use little of their
 # worker's core while the page draws: the page test starts first, the short tests fill the other core
-# beside it, and the what-if test comes last, so that two browsers seldom draw at once. xdist keeps this
-# order (--no-loadscope-reorder in pyproject.toml).
-ORDER = {"tests/test_browser_pages.py": 0, "tests/test_browser_what_ifs.py": 2}
+# beside it, and the what-if test comes once the page test is done, so that two browsers seldom draw at
+# once, but before the last files' 60-70 s of tests (studies, study faults, validation), so that the other
+# core has them to do meanwhile (as the last scope, it ran alone for its 45-65 s while the other core
+# idled). xdist keeps this order (--no-loadscope-reorder in pyproject.toml); the other files keep theirs.
+PLACED_AS = {"tests/test_browser_pages.py": "", "tests/test_browser_what_ifs.py": "tests/test_studies.py"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    items.sort(key=lambda item: ORDER.get(item.nodeid.split("::")[0], 1))
+    items.sort(key=lambda item: PLACED_AS.get(path := item.nodeid.split("::")[0], path))
