@@ -45,8 +45,8 @@ class Layout:
     omit: frozenset[str] = frozenset()                            # fields shown only through derived keys
 
 
-# Values ``plain`` and ``finite`` pass through as they are, by exact type: a record of 50,000 jobs holds
-# millions of them, and each is answered without a call of its own.
+# Values ``plain`` and ``finite`` pass through as they are, tested by exact type first: a record of 50,000
+# jobs holds millions of them.
 _SCALARS = frozenset({str, int, bool, type(None)})
 # Field names of each class ``plain`` has met, in declared order (``dataclasses.fields``); None for a class
 # that is not a dataclass.
@@ -106,25 +106,16 @@ def grouped(name: str) -> Any:
 
 def finite(value: Any) -> Any:
     """JSON has no inf/nan: they become null."""
-    if type(value) in _SCALARS:
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return dict(zip(value, map(_finite_item, value.values())))
-    if isinstance(value, (list, tuple)):
-        return list(map(_finite_item, value))
-    return value
-
-
-def _finite_item(value: Any) -> Any:
-    """``finite`` of an item of a mapping or a list: a scalar or a plain float answered here."""
     cls = type(value)
     if cls in _SCALARS:
         return value
-    if cls is float:
+    if cls is float or isinstance(value, float):
         return value if math.isfinite(value) else None
-    return finite(value)
+    if isinstance(value, dict):
+        return dict(zip(value, map(finite, value.values())))
+    if isinstance(value, (list, tuple)):
+        return list(map(finite, value))
+    return value
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
