@@ -1,6 +1,6 @@
 """Fit the serving efficiencies on the TensorRT-LLM 0.13.0 calibration rows; print the errors.
 
-Run ``python benchmarks/calibrate_serving.py`` (about 15 minutes on 2 cores). A grid over
+Run ``python benchmarks/calibrate_serving.py`` (about 2 minutes on 2 cores). A grid over
 (matmul, memory, iteration_overhead_s) minimises the root mean square of
 log(predicted / published) over the calibration rows; the check rows are then run
 once with the fitted values and never enter the fit. ``--write`` stores the result in

@@ -56,6 +56,20 @@ def test_an_unknown_profile_is_one_line_with_a_suggestion():
         engine_profile("vllm-06")
 
 
+def test_the_sampler_buffers_of_every_batch_slot_come_out_of_the_kv_cache():
+    """TensorRT-LLM 0.13 keeps float32 penalised logits and int32 occurrence counts for each of its max_batch
+    slots over the vocabulary: Llama 3 70B (vocabulary 128,256) at a batch limit of 4,096 holds
+    4,096 · 128,256 · 8 B = 4.20 GB of them on each GPU, which the KV cache does not get."""
+    engine = replace(engine_profile("tensorrt-llm-0.13"), max_batch=4096, kv_memory_fraction=1.0, block_tokens=1)
+    bare = replace(engine, decoder_bytes_per_logit=0.0)
+    held, free = (replica(deployment(e, "fp8", model="llama3-70b"), cluster(), SERVING, TRAINING).memory
+                  for e in (engine, bare))
+    assert held.reserve_bytes - free.reserve_bytes == pytest.approx(4096 * 128256 * 8, rel=1e-12)
+    assert 4.20e9 < held.reserve_bytes - free.reserve_bytes < 4.21e9
+    per_token = 2 * 80 * 8 * 128 * 1                          # fp8 KV, 80 layers, 8 KV heads of 128
+    assert free.kv_capacity_tokens - held.kv_capacity_tokens == pytest.approx(4096 * 128256 * 8 / per_token, abs=1)
+
+
 def test_batch_one_first_token_includes_the_engine_per_iteration_cost():
     """128-token prompt, batch 1: the first token waits for the engine's host work and launches;
     a profile without them answers sooner, by at least the host work (vLLM 0.6: 4 ms)."""

@@ -5,8 +5,9 @@ Per GPU of a replica with tensor parallelism ``t`` and pipeline parallelism ``p`
 - weights: the fullest stage's layers ÷ t at the weight precision, plus the embedding
   and LM head ÷ t kept in 16 bits (quantisation toolkits leave them unquantised:
   NVIDIA ModelOpt FP8, AWQ);
-- reserve: the CUDA context and runtime (``RUNTIME_CONTEXT_BYTES``) and the activation
-  workspace of one iteration of ``max_tokens_in_flight`` tokens;
+- reserve: the CUDA context and runtime (``RUNTIME_CONTEXT_BYTES``), the activation
+  workspace of one iteration of ``max_tokens_in_flight`` tokens, and the sampler's buffers
+  for ``max_batch`` sequences over the vocabulary (``decoder_bytes``);
 - KV cache: ``kv_memory_fraction`` of what remains (TensorRT-LLM's
   ``kv_cache_free_gpu_mem_fraction``, vLLM's ``gpu_memory_utilization``), in blocks of
   ``block_tokens`` tokens. One token holds ``2 · layers/p · max(1, kv_heads/t) ·
@@ -129,12 +130,20 @@ def workspace_bytes(model: ModelSpec, tokens: int, tensor: int) -> float:
     return tokens * per_token * UNQUANTISED_BYTES
 
 
+def decoder_bytes(model: ModelSpec, engine: EngineSpec) -> float:
+    """The sampler's buffers allocated up front for every batch slot: ``max_batch · V ·
+    decoder_bytes_per_logit`` (TensorRT-LLM's penalty layer keeps the penalised logits and the
+    tokens' occurrence counts of each slot over the whole vocabulary; catalog engines.yaml)."""
+    return engine.max_batch * model.vocab * engine.decoder_bytes_per_logit
+
+
 def memory_plan(model: ModelSpec, gpu: GPUSpec, precision: str, kv_precision: str, tensor: int, pipeline: int,
                 engine: EngineSpec) -> MemoryPlan:
     host = max(0.0, gpu.host_memory_bytes - GRACE_RESERVED_BYTES) if engine.offload == "grace" else 0.0
     return MemoryPlan(
         weights_bytes=weight_bytes(model, precision, tensor, pipeline),
-        reserve_bytes=RUNTIME_CONTEXT_BYTES + workspace_bytes(model, engine.max_tokens_in_flight, tensor),
+        reserve_bytes=(RUNTIME_CONTEXT_BYTES + workspace_bytes(model, engine.max_tokens_in_flight, tensor)
+                       + decoder_bytes(model, engine)),
         kv_bytes_per_token=kv_bytes_per_token(model, kv_precision, tensor, pipeline),
         hbm_bytes=gpu.memory_bytes,
         host_bytes=host,

@@ -49,6 +49,8 @@ class EngineSpec:
     offload: Offload = "none"              # "grace": KV and weights may spill to Grace memory over NVLink-C2C
     block_tokens: int = 64                 # tokens per paged-KV block (TensorRT-LLM default tokens_per_block)
     kv_memory_fraction: float = 0.9        # share of the memory left after weights and reserve given to the KV cache
+    decoder_bytes_per_logit: float = 0.0   # bytes the sampler keeps per batch slot and vocabulary entry, for all
+                                           # max_batch slots (penalised logits, occurrence counts): part of the reserve
     # What an engine release adds to every iteration (catalog engines.yaml; twin.serving.profiles).
     # The defaults launch nothing and take the calibrated host work per iteration.
     profile: str = "none"                  # the catalog profile these settings came from
