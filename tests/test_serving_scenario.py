@@ -143,6 +143,17 @@ def test_a_model_that_does_not_fit_is_explained_not_a_crash():
     assert "over" in warning and "tensor 8 would fit" in warning
 
 
+def test_a_batch_limit_whose_sampler_buffers_fill_the_gpu_is_named_with_its_fix():
+    """TensorRT-LLM 0.13 allocates its sampler's buffers for every batch slot: 16,384 slots of Llama 3 8B
+    (vocabulary 128,256, 8 B each) are 15.7 GiB, which with the weights leave no room on a 24 GiB L4."""
+    r = answer(**{"cluster.node": "l4-8", "serving.precision": "fp8", "serving.kv_cache": "fp8",
+                  "serving.engine": {"max_batch": 16384}}).to_dict()
+    assert r["memory_fits"] is False
+    warning = next(w for w in r["warnings"] if "does not fit" in w)
+    assert "the sampler's buffers for 16,384 batch slots: 15.7 GiB" in warning
+    assert "max_batch 256 would fit" in warning
+
+
 def test_a_request_longer_than_the_kv_cache_is_explained():
     r = answer(**{"serving.load.input_tokens": {"mean": 100_000}, "serving.mig": "1g.10gb",
                   "serving.precision": "int4"}).to_dict()

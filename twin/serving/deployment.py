@@ -25,7 +25,7 @@ from twin.options import KVPrecision, ServingPrecision
 from twin.quantiles import percentiles
 from twin.serving.batching import IterationModel, iteration_model
 from twin.serving.engine import EngineRun, ReplicaEngine
-from twin.serving.kv_cache import MemoryPlan, memory_plan
+from twin.serving.kv_cache import MemoryPlan, decoder_bytes, memory_plan
 from twin.serving.load import requests
 from twin.serving.specs import GEMM_PRECISION, KV_BYTES, WEIGHT_BYTES, EngineSpec, LoadSpec, SLOSpec
 from twin.units import fmt_bytes
@@ -176,8 +176,11 @@ def memory_problem(spec: ServingSpec, memory: MemoryPlan) -> str | None:
     spilled = memory.weights_spilled_bytes - memory.host_bytes
     if spilled > 0 or memory.kv_blocks <= 0:
         over = max(spilled, memory.weights_in_hbm_bytes + memory.reserve_bytes - memory.hbm_bytes, 0.0)
-        return (f"weights {fmt_bytes(memory.weights_bytes)} and reserve {fmt_bytes(memory.reserve_bytes)} per GPU "
-                f"leave no room for a KV cache in {fmt_bytes(memory.hbm_bytes)}"
+        sampler = decoder_bytes(spec.model, spec.engine)
+        held = (f" (the sampler's buffers for {spec.engine.max_batch:,} batch slots: {fmt_bytes(sampler)})"
+                if sampler > 0 else "")
+        return (f"weights {fmt_bytes(memory.weights_bytes)} and reserve {fmt_bytes(memory.reserve_bytes)}{held} per "
+                f"GPU leave no room for a KV cache in {fmt_bytes(memory.hbm_bytes)}"
                 + (f" ({fmt_bytes(over)} over)" if over > 0 else ""))
     longest = longest_request_tokens(spec.load)
     if memory.kv_capacity_tokens < longest:
@@ -191,6 +194,9 @@ def fitting_changes(spec: ServingSpec, gpu: GPUSpec, node_gpus: int, limit: int 
     a larger MIG profile; each with the KV capacity it leaves."""
     trials: list[tuple[str, ServingSpec]] = []
     m = spec.model
+    default_batch = EngineSpec.max_batch          # trtllm-build's default --max_batch_size (engines.yaml)
+    if decoder_bytes(m, spec.engine) > 0 and spec.engine.max_batch > default_batch:
+        trials.append((f"max_batch {default_batch}", replace(spec, engine=replace(spec.engine, max_batch=default_batch))))
     if spec.mig is None:
         trials += [(f"tensor {t}", replace(spec, tensor=t)) for t in (2, 4, 8, 16)
                    if spec.tensor < t <= node_gpus and m.heads % t == 0]
