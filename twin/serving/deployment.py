@@ -196,7 +196,8 @@ def fitting_changes(spec: ServingSpec, gpu: GPUSpec, node_gpus: int, limit: int 
     m = spec.model
     default_batch = EngineSpec.max_batch          # trtllm-build's default --max_batch_size (engines.yaml)
     if decoder_bytes(m, spec.engine) > 0 and spec.engine.max_batch > default_batch:
-        trials.append((f"max_batch {default_batch}", replace(spec, engine=replace(spec.engine, max_batch=default_batch))))
+        smaller = replace(spec.engine, max_batch=default_batch)
+        trials.append((f"max_batch {default_batch}", replace(spec, engine=smaller)))
     if spec.mig is None:
         trials += [(f"tensor {t}", replace(spec, tensor=t)) for t in (2, 4, 8, 16)
                    if spec.tensor < t <= node_gpus and m.heads % t == 0]
