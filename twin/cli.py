@@ -14,10 +14,9 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
-from twin import __version__, catalog
+from twin import __version__
 from twin.errors import ScenarioError, TwinError
 from twin.outputs import check_directory, check_file, write_atomic
-from twin.units import BITS_PER_BYTE, fmt_si
 from twin.ticker import ticking, wanted
 from twin.yamlfile import parse_yaml, read_text
 
@@ -148,61 +147,11 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
-    from twin.engine.stack import stack_profile
-    from twin.hardware.specs import gpu_spec, node_spec
-    from twin.units import fmt_bytes
-    from twin.workload.model import model_spec
-
-    if kind == "gpus":
-        header = ["name", "description", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory", "HBM GB/s", "TDP W", "idle W",
-                  "NVLink GB/s", "MIG"]
-        rows = []
-        for name in catalog.names("gpus"):
-            g = gpu_spec(name)
-            fp8 = g.peak_flops.get("fp8")
-            rows.append([name, g.description, f"{g.peak('bf16') / 1e12:.0f}", f"{fp8 / 1e12:.0f}" if fp8 else "-",
-                         fmt_bytes(g.memory_bytes), f"{g.memory_Bps / 1e9:.0f}", f"{g.tdp_w:.0f}", f"{g.idle_w:.0f}",
-                         f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", "yes" if g.mig else "no"])
-        return header, rows
-    if kind == "nodes":
-        from twin.power.devices import node_power
-
-        header = ["name", "GPUs", "intra-node", "compute NICs", "storage NICs", "idle kW", "max power kW", "CPU"]
-        rows = []
-        for name in catalog.names("nodes"):
-            n = node_spec(name)
-            rows.append([name, f"{n.gpus}x {n.gpu.name}", n.intra,
-                         f"{n.compute_nics.count}x {fmt_si(n.compute_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
-                         f"{n.storage_nics.count}x {fmt_si(n.storage_nics.line_rate_Bps * BITS_PER_BYTE, 'b/s')}",
-                         f"{node_power(n).idle_w / 1e3:.2f}", f"{n.max_power_w / 1e3:.2f}", n.cpu])
-        return header, rows
-    if kind == "stacks":
-        header = ["name", "attention", "kernels", "autocast", "grad reduce", "overlap grad/param", "TP overlap",
-                  "ZeRO-3 gathers", "cross-entropy", "description"]
-        rows = []
-        for name in catalog.names("stacks"):
-            s = stack_profile(name)
-            yes = {True: "yes", False: "no"}
-            rows.append([name, s.attention, s.kernels, yes[s.autocast], s.grad_reduce,
-                         f"{yes[s.overlap_grad_reduce]}/{yes[s.overlap_param_gather]}", yes[s.tp_comm_overlap],
-                         s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
-        return header, rows
-    header = ["name", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "activation", "position",
-              "experts"]
-    rows = []
-    for name in catalog.names("models"):
-        m = model_spec(name)
-        experts = f"{m.experts} (top {m.top_k})" if m.is_moe else "-"
-        rows.append([name, f"{m.params / 1e9:.1f}B", str(m.layers), str(m.hidden), str(m.heads), str(m.kv_heads),
-                     str(m.ffn_hidden), str(m.vocab), m.activation, m.position, experts])
-    return header, rows
-
-
 def _cmd_catalog(args: argparse.Namespace) -> int:
+    from twin.report.catalog import catalog_rows
     from twin.text import table
 
-    header, rows = _catalog_rows(args.kind)
+    header, rows = catalog_rows(args.kind)
     print(table(rows, header))
     return 0
 
@@ -354,7 +303,7 @@ def _small_parsers(sub) -> None:
     cap.set_defaults(func=_cmd_capacity)
 
     cat = sub.add_parser("catalog", help="list catalog entries")
-    cat.add_argument("kind", choices=["gpus", "nodes", "models", "stacks"])
+    cat.add_argument("kind", choices=["gpus", "nodes", "models", "stacks", "engines"])
     cat.set_defaults(func=_cmd_catalog)
 
     top = sub.add_parser("topology", help="print a scenario's fabric and where its parallel groups land")
