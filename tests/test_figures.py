@@ -147,6 +147,19 @@ def test_each_step_part_has_one_colour_on_both_charts():
     assert gantt.layout.uniformtext.mode == "hide" and gantt.layout.height > 16 * step.ROW_PX
 
 
+@pytest.mark.parametrize("per_row, labelled", [(step.MAX_LABELLED_BARS_PER_ROW, True),
+                                               (step.MAX_LABELLED_BARS_PER_ROW + 1, False)])
+def test_the_gantt_labels_its_bars_only_where_a_label_can_fit(per_row, labelled):
+    """Past MAX_LABELLED_BARS_PER_ROW bars in a row no micro-batch number fits its bar: the chart leaves them out
+    (and says to hover) instead of having the browser measure thousands of labels it would hide."""
+    spans = [{"stage": s, "kind": "forward", "microbatch": j, "chunk": 0, "start_s": j * 0.1, "end_s": j * 0.1 + 0.09}
+             for s in range(4) for j in range(per_row)]
+    gantt = step.step_gantt_figure({"step_timeline": spans})
+    assert (gantt.data[0].text is not None) == labelled
+    assert ("numbers are micro-batches" in gantt.layout.title.text) == labelled
+    assert all(row[0] >= 0 for row in gantt.data[0].customdata)          # the hover names the micro-batch
+
+
 # ---------------------------------------------------------------------------
 # Headline numbers and plans that do not run
 

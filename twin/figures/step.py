@@ -22,16 +22,22 @@ SPAN_LABELS = {"forward": "forward pass (GPU compute)", "backward": "backward pa
 # Smallest label size: a micro-batch number that would be drawn smaller is left out (plotly hides it).
 MIN_LABEL_PX = 9
 ROW_PX = 26                     # height of one pipeline stage's row
+# Bars one stage's row may hold and still be labelled: a 1,280-pixel window gives the chart about 1,100 pixels, so
+# past 200 bars a row's bars average under 6 pixels, too narrow for a number at MIN_LABEL_PX. Plotly would hide
+# every such label, after measuring each (seconds in the browser for the 16K scenario's 4,238 bars).
+MAX_LABELLED_BARS_PER_ROW = 200
 
 
 def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
     """One bar per span on a row per pipeline stage (stage 0 on top); time in seconds.
 
-    Micro-batch numbers are drawn inside the bars wide enough to hold them.
+    Micro-batch numbers are drawn inside the bars wide enough to hold them, where a row holds few enough bars
+    for any to be (``MAX_LABELLED_BARS_PER_ROW``); a bar's hover names its micro-batch either way.
     """
     spans = result.get("step_timeline") or []
     fig = go.Figure()
     stages = sorted({s["stage"] for s in spans})
+    labelled = len(spans) <= MAX_LABELLED_BARS_PER_ROW * max(1, len(stages))
     for kind in SPAN_PARTS:
         chosen = [s for s in spans if s["kind"] == kind]
         if not chosen:
@@ -45,7 +51,7 @@ def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
             marker_color=span_colour(kind),
             marker_line_width=0.5,
             marker_line_color="white",
-            text=[str(s["microbatch"]) if s["microbatch"] >= 0 else "" for s in chosen],
+            text=[str(s["microbatch"]) if s["microbatch"] >= 0 else "" for s in chosen] if labelled else None,
             textposition="inside",
             insidetextanchor="middle",
             textfont={"size": 11},
@@ -54,7 +60,8 @@ def step_gantt_figure(result: dict[str, Any]) -> go.Figure:
                            "<br>%{customdata[2]:.4f} s – %{customdata[3]:.4f} s<extra></extra>"),
         ))
     fig.update_layout(
-        title=f"One training step across {len(stages)} pipeline stage(s); numbers are micro-batches",
+        title=f"One training step across {len(stages)} pipeline stage(s); "
+              + ("numbers are micro-batches" if labelled else "hover a bar for its micro-batch"),
         barmode="overlay",
         xaxis_title="time in the step (s)",
         yaxis={"categoryorder": "array", "categoryarray": [f"stage {s}" for s in reversed(stages)]},
