@@ -6,6 +6,8 @@ from __future__ import annotations
 from twin import catalog
 from twin.units import BITS_PER_BYTE, fmt_si
 
+YES = {True: "yes", False: "no"}
+
 
 def catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
     from twin.engine.stack import stack_profile
@@ -22,7 +24,7 @@ def catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
             fp8 = g.peak_flops.get("fp8")
             rows.append([name, g.description, f"{g.peak('bf16') / 1e12:.0f}", f"{fp8 / 1e12:.0f}" if fp8 else "-",
                          fmt_bytes(g.memory_bytes), f"{g.memory_Bps / 1e9:.0f}", f"{g.tdp_w:.0f}", f"{g.idle_w:.0f}",
-                         f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", "yes" if g.mig else "no"])
+                         f"{g.nvlink_Bps / 1e9:.0f}" if g.nvlink_Bps else "-", YES[bool(g.mig)]])
         return header, rows
     if kind == "nodes":
         from twin.power.devices import node_power
@@ -42,9 +44,8 @@ def catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
         rows = []
         for name in catalog.names("stacks"):
             s = stack_profile(name)
-            yes = {True: "yes", False: "no"}
-            rows.append([name, s.attention, s.kernels, yes[s.autocast], s.grad_reduce,
-                         f"{yes[s.overlap_grad_reduce]}/{yes[s.overlap_param_gather]}", yes[s.tp_comm_overlap],
+            rows.append([name, s.attention, s.kernels, YES[s.autocast], s.grad_reduce,
+                         f"{YES[s.overlap_grad_reduce]}/{YES[s.overlap_param_gather]}", YES[s.tp_comm_overlap],
                          s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
         return header, rows
     if kind == "engines":
@@ -66,7 +67,6 @@ def _engine_rows() -> tuple[list[str], list[list[str]]]:
 
     header = ["name", "max batch", "tokens/iteration", "chunked prefill", "prefix cache", "scheduler",
               "CUDA graphs", "host/iteration", "sampler bytes/slot/vocab", "description"]
-    yes = {True: "yes", False: "no"}
     rows = []
     for name in profile_names():
         e = engine_profile(name)
@@ -74,7 +74,7 @@ def _engine_rows() -> tuple[list[str], list[list[str]]]:
         host = "calibrated" if e.host_s is None else f"{e.host_s * 1e3:g} ms"
         if e.overlap_scheduler:
             host += " (overlapped)"
-        rows.append([name, str(e.max_batch), str(e.max_tokens_in_flight), yes[e.chunked_prefill], yes[e.prefix_cache],
+        rows.append([name, str(e.max_batch), str(e.max_tokens_in_flight), YES[e.chunked_prefill], YES[e.prefix_cache],
                      e.scheduler, graphs, host, f"{e.decoder_bytes_per_logit:g}",
                      catalog.table("engines")[name]["description"]])
     return header, rows

@@ -194,7 +194,7 @@ def fitting_changes(spec: ServingSpec, gpu: GPUSpec, node_gpus: int, limit: int 
     a larger MIG profile; each with the KV capacity it leaves."""
     trials: list[tuple[str, ServingSpec]] = []
     m = spec.model
-    default_batch = EngineSpec.max_batch          # trtllm-build's default --max_batch_size (engines.yaml)
+    default_batch = EngineSpec.max_batch   # the usual limit: trtllm-build's --max_batch_size, vLLM's max_num_seqs
     if decoder_bytes(m, spec.engine) > 0 and spec.engine.max_batch > default_batch:
         smaller = replace(spec.engine, max_batch=default_batch)
         trials.append((f"max_batch {default_batch}", replace(spec, engine=smaller)))
