@@ -317,6 +317,39 @@ def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
         assert shared.summary() == fresh.summary()
 
 
+def test_a_fabric_rerated_for_a_node_type_wired_alike_prices_as_one_built_from_its_own_graph():
+    """DGX H100 and B200 are wired alike but for their NVLinks' rate and NVSwitch chips: the cache rerates the
+    H100 cluster's compiled fabric for the B200 one (``Fabric.rerated``) instead of building the B200's graph, and
+    every capacity, every collective and the fabric's record are those of the B200's own graph."""
+    from twin.network.fabric import Fabric
+    from twin.network.fabric_cache import cluster_fabric, cluster_graph
+    from twin.workload.placement import place
+    from twin.workload.plan import ParallelPlan
+
+    h100, b200 = (cluster_spec(Cluster(node=node, nodes=6, fabric={"nodes_per_su": 3})) for node in ("dgx-h100",
+                                                                                                      "dgx-b200"))
+    donor = cluster_fabric(h100, EFF)
+    rerated = cluster_fabric(b200, EFF)
+    assert rerated.graph is donor.graph                 # the B200's own graph was not built for it
+    own = Fabric(cluster_graph(b200), EFF)
+    assert np.array_equal(rerated.capacity_Bps, own.capacity_Bps)
+    assert not np.array_equal(rerated.capacity_Bps, donor.capacity_Bps)
+    for t, p, d, order in [(8, 2, 3, "tp-dp-pp"), (4, 2, 6, "dp-tp-pp"), (1, 1, 48, "tp-dp-pp")]:
+        placement = place(ParallelPlan(t, p, d, 1, 1, 1, "1f1b", t > 1, "selective", 1, True, True, 64 * d, 4096),
+                          6, order)
+        shared = CommModel(b200, EFF, placement)
+        fresh = CommModel(b200, EFF, placement, graph=cluster_graph(b200))
+        assert shared.fabric.graph is donor.graph and fresh.fabric.graph is not donor.graph
+        for size in (2**16, 2**20, 3 * 2**27):
+            for kind in ("tensor", "data", "pipeline"):
+                shape = getattr(placement, kind)
+                assert shared.all_reduce_s(size, shape) == fresh.all_reduce_s(size, shape)
+                assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
+                assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
+        assert shared.summary() == fresh.summary()
+        assert shared.summary().nvswitch_chips == 6 * 2
+
+
 def test_a_fabric_with_scaled_pools_prices_its_own_rates():
     """Rates memoised on a fabric are not reused by a copy whose switch pools have less capacity."""
     from twin.network.fabric_cache import cluster_fabric

@@ -54,8 +54,14 @@ def graph(**attrs: Any) -> nx.Graph:
 def node_shape(node: NodeSpec) -> tuple:
     """What of a node the fabric's graph is built from (its GPUs, switches, NICs and their links): node types
     of one shape give one graph whatever their GPUs' memory, power or name."""
-    return (node.gpus, node.intra, node.nvswitches, node.pcie_Bps, node.gpu.nvlink_per_direction_Bps,
-            node.compute_nics, node.storage_nics)
+    return node_wiring(node) + (node.nvswitches, node.gpu.nvlink_per_direction_Bps)
+
+
+def node_wiring(node: NodeSpec) -> tuple:
+    """What of a node's ``node_shape`` its graph's vertices and links follow, all but the NVLinks' rate and the
+    NVSwitch chips (one logical NVSwitch per node either way): node types of one wiring (DGX H100 and B200)
+    give graphs alike but for those."""
+    return (node.gpus, node.intra, node.pcie_Bps, node.compute_nics, node.storage_nics)
 
 
 def add_node(g: nx.Graph, node: NodeSpec, index: int, su: int = 0) -> None:

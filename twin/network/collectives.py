@@ -407,7 +407,7 @@ class CommModel:
             nodes=int(g.graph["nodes"]),
             gpus=c.get("gpu", 0),
             nics=c.get("nic", 0),
-            nvswitch_chips=sum(d.get("chips", 0) for _, d in g.nodes(data=True) if d.get("kind") == "nvswitch"),
+            nvswitch_chips=c.get("nvswitch", 0) * self.cluster.node.nvswitches,   # not the graph's: Fabric.rerated
             scalable_units=int(g.graph.get("scalable_units", 1)),
             nodes_per_su=int(g.graph.get("nodes_per_su", g.graph["nodes"])),
             leaves=c.get("leaf", 0),

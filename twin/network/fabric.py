@@ -56,7 +56,8 @@ class Fabric:
         self._pool: dict[tuple, int] = {}
         self._pod: dict[tuple, int | None] = {}
         line_Bps, tiers, through_switch, uplinks = self._number_links(graph)
-        capacity = np.repeat(np.array(line_Bps, dtype=float) * _link_scale(tiers, through_switch, efficiency), 2)
+        self._line_Bps, self._scale = np.array(line_Bps, dtype=float), _link_scale(tiers, through_switch, efficiency)
+        capacity = np.repeat(self._line_Bps * self._scale, 2)
         owned: dict[object, list[float]] = {}          # pool owner → [capacity, tier index], up and down alike
         nodes = graph.nodes
         link_capacity = capacity[::2].tolist()
@@ -148,6 +149,20 @@ class Fabric:
         fabric = copy.copy(self)
         fabric.node_kind = node_kind
         fabric.memo = {}
+        return fabric
+
+    def rerated(self, nvlink_Bps: float) -> "Fabric":
+        """This fabric for nodes wired alike (``topology.node_wiring``) whose NVLinks run at
+        ``nvlink_Bps`` per direction: its links, pools, routes and tables shared (``alike``), each NVLink's
+        capacity worked out at that rate as a fabric compiled from that node type's own graph would (the same
+        numbers), at the same efficiencies. That graph is not built: ``graph`` stays this fabric's, to be read
+        for its wiring alone, not for its NVLinks' rate or its NVSwitch chips."""
+        line_Bps = self._line_Bps.copy()
+        line_Bps[self.tier[:self._first_pool:2] == _TIER_INDEX["nvlink"]] = nvlink_Bps
+        fabric = self.alike(self.node_kind)
+        fabric._line_Bps = line_Bps
+        fabric.capacity_Bps = np.concatenate([np.repeat(line_Bps * self._scale, 2),
+                                              self.capacity_Bps[self._first_pool:]])
         return fabric
 
     def scaled_pools(self, share: float) -> "Fabric":

@@ -1,12 +1,15 @@
 """The fabrics a process keeps: each cluster's topology graph and its compiled ``Fabric``, built once and shared.
 
 A plan search or a fit prices many plans on one cluster, and clusters of node types built alike
-(``topology.node_shape``) share one graph and its compiled links. A 16,384-GPU graph holds about 40,000
+(``topology.node_shape``) share one graph and its compiled links. Node types wired alike but for their NVLinks'
+rate and NVSwitch chips (``topology.node_wiring``: DGX H100, H200 and B200) share the compiled links and routes,
+rerated (``Fabric.rerated``), without a graph of their own. A 16,384-GPU graph holds about 40,000
 vertices, so only a few are kept. Phases that stay inside one node are routed on a fabric of that node alone
 (``node_fabric``), so that pricing a tensor-parallel group never builds the whole cluster's.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -52,12 +55,33 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
     return _cached_graph(*_graph_key(cluster))
 
 
+# The fabrics compiled, by their graph's wiring (``_wiring``) and efficiencies: one is rerated for a node type
+# wired alike but for its NVLinks' rate instead of building that type's graph (``Fabric.rerated``). Held weakly:
+# the fabrics ``_compiled`` keeps.
+_WIRED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _wiring(graph_key: tuple) -> tuple:
+    """What of ``graph_key`` a graph's vertices and links follow: its node's ``topology.node_wiring`` and the rest."""
+    from twin.hardware.specs import node_spec
+
+    return (topology.node_wiring(node_spec(graph_key[0].name)),) + graph_key[1:]
+
+
 @lru_cache(maxsize=4)
 def _compiled(graph_key: tuple, efficiency: Efficiency) -> Fabric:
-    """The compiled links and routes of a graph, shared by the node types built alike."""
-    graph = _cached_graph(*graph_key)
+    """The compiled links and routes of a graph, shared by the node types built alike; for node types wired
+    alike but for their NVLinks' rate, one fabric's links and routes rerated (``Fabric.rerated``)."""
+    from twin.hardware.specs import node_spec
+
+    wiring = (_wiring(graph_key), efficiency)
+    node = node_spec(graph_key[0].name)
     with collector.paused():           # its link tables all live on (twin/collector.py)
-        return Fabric(graph, efficiency)
+        wired = _WIRED.get(wiring)
+        if wired is not None:
+            return wired.rerated(node.gpu.nvlink_per_direction_Bps)
+        fabric = _WIRED[wiring] = Fabric(_cached_graph(*graph_key), efficiency)
+        return fabric
 
 
 @lru_cache(maxsize=4)

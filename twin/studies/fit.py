@@ -40,7 +40,7 @@ from twin.api.specs import site_of
 from twin.cores import balanced_halves, split_map
 from twin.errors import InfeasibleError, ScenarioError
 from twin.hardware.specs import node_spec
-from twin.hardware.topology import node_shape
+from twin.hardware.topology import node_wiring
 from twin.options import FIT_RANKINGS, WEIGHT_STORAGES, FitRanking, recompute_levels
 from twin.power.pricing import owned_nodes
 from twin.studies.plans import PlanChoice, gpu_counts, plan_choices, undominated
@@ -229,12 +229,12 @@ def _cost(row: FitRow, country: str) -> tuple[bool, float]:
 
 
 def _by_fabric(options: list[FitOption]) -> list[int]:
-    """The order ``options`` are searched in: at each GPU count the node types built alike (``topology.node_shape``)
-    one after the other, as their clusters share one fabric while it is cached
+    """The order ``options`` are searched in: at each GPU count the node types wired alike (``topology.node_wiring``)
+    one after the other, as their clusters share one fabric's links and routes while it is cached
     (``network.fabric_cache.cluster_fabric``); otherwise as listed, so the methods of one cluster follow each
     other and share its collectives."""
     shapes: dict[tuple, int] = {}
-    group = {name: shapes.setdefault(node_shape(node_spec(name)), len(shapes))
+    group = {name: shapes.setdefault(node_wiring(node_spec(name)), len(shapes))
              for name in dict.fromkeys(option.node for option in options)}
     return sorted(range(len(options)), key=lambda i: (group[options[i].node], options[i].gpus))
 
@@ -289,14 +289,14 @@ def _sifted(scenario: Scenario, options: list[FitOption],
 
 def _dealt(options: list[FitOption], fitting: list[tuple[float, int]]) -> list[list[tuple[float, int]]]:
     """``fitting`` (``_sifted``'s) in two parts to be ranked on two cores (``_ranked_first`` each): every other
-    fabric from the lowest ``gemm_floor_s`` up, the options of one fabric together: those of node types built
-    alike (``topology.node_shape``) on as many nodes, whose clusters share a graph and its compiled links
-    (``network/fabric_cache.py``; the 405B fit's 2,048-node DGX H100 and H200 clusters, 0.4 s each). Each part's
-    ``top`` best rows are then about as fast as the whole fit's, so neither answers much beyond its share;
-    together they answer every option the whole fit's ranking would."""
+    fabric from the lowest ``gemm_floor_s`` up, the options of one fabric together: those of node types wired
+    alike (``topology.node_wiring``) on as many nodes, whose clusters share one compiled fabric's links and routes
+    (``network/fabric_cache.py``; the 405B fit's 2,048-node DGX B200, H100 and H200 clusters: one graph of 0.3 s
+    built, the others rerated from it). Each part's ``top`` best rows are then about as fast as the whole fit's, so
+    neither answers much beyond its share; together they answer every option the whole fit's ranking would."""
     clusters: dict[tuple, list] = {}
     for floor, i in sorted(fitting):
-        clusters.setdefault((node_shape(node_spec(options[i].node)), options[i].nodes), []).append((floor, i))
+        clusters.setdefault((node_wiring(node_spec(options[i].node)), options[i].nodes), []).append((floor, i))
     parts: list[list[tuple[float, int]]] = [[], []]
     for k, members in enumerate(clusters.values()):
         parts[k % 2] += members
