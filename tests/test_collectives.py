@@ -308,13 +308,18 @@ def test_plans_priced_on_the_shared_fabric_equal_plans_priced_on_a_fresh_one():
         shared = CommModel(cluster, EFF, placement)
         fresh = CommModel(cluster, EFF, placement, graph=cluster_graph(cluster))
         assert shared.fabric is cluster_fabric(cluster, EFF) and fresh.fabric is not shared.fabric
-        for size in sizes:
-            for kind in ("tensor", "data", "pipeline"):
-                shape = getattr(placement, kind)
-                assert shared.all_reduce_s(size, shape) == fresh.all_reduce_s(size, shape)
-                assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
-                assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
-        assert shared.summary() == fresh.summary()
+        _assert_priced_alike(shared, fresh, sizes)
+
+
+def _assert_priced_alike(shared: CommModel, fresh: CommModel, sizes: tuple[int, ...]) -> None:
+    """Every collective of the placement's groups at ``sizes`` bytes, and the fabric's record, equal on both."""
+    for size in sizes:
+        for kind in ("tensor", "data", "pipeline"):
+            shape = getattr(shared.placement, kind)
+            assert shared.all_reduce_s(size, shape) == fresh.all_reduce_s(size, shape)
+            assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
+            assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
+    assert shared.summary() == fresh.summary()
 
 
 def test_a_fabric_rerated_for_a_node_type_wired_alike_prices_as_one_built_from_its_own_graph():
@@ -340,13 +345,7 @@ def test_a_fabric_rerated_for_a_node_type_wired_alike_prices_as_one_built_from_i
         shared = CommModel(b200, EFF, placement)
         fresh = CommModel(b200, EFF, placement, graph=cluster_graph(b200))
         assert shared.fabric.graph is donor.graph and fresh.fabric.graph is not donor.graph
-        for size in (2**16, 2**20, 3 * 2**27):
-            for kind in ("tensor", "data", "pipeline"):
-                shape = getattr(placement, kind)
-                assert shared.all_reduce_s(size, shape) == fresh.all_reduce_s(size, shape)
-                assert shared.send_recv_s(size, shape) == fresh.send_recv_s(size, shape)
-                assert shared.all_gather_s(size, shape) == fresh.all_gather_s(size, shape)
-        assert shared.summary() == fresh.summary()
+        _assert_priced_alike(shared, fresh, (2**16, 2**20, 3 * 2**27))
         assert shared.summary().nvswitch_chips == 6 * 2
 
 
