@@ -259,9 +259,8 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
                   ft: FinetuneSpec, fp8_recipe: Fp8Recipe, loss_bytes_per_logit: float) -> MemoryBreakdown:
     fp32 = precision in ("fp32", "tf32")
     _, g_b, o_b = ADAPTER_STATE_BYTES[fp32] if ft.frozen else state_bytes_per_param(precision)
-    trained_dense, trained_expert = trainable_stage_params(model, plan, stage, ft)
-    stored_dense, stored_expert = stage_weight_bytes(model, plan, stage, precision, ft)
-    fp8_dense, fp8_expert = fp8_weight_extra_bytes(model, plan, stage, precision, ft, fp8_recipe)
+    (trained_dense, trained_expert), (stored_dense, stored_expert), (fp8_dense, fp8_expert), dequant = \
+        _stage_weights(model, plan, stage, precision, ft, fp8_recipe)
 
     def sharded(dense_bytes: float, expert_bytes: float, level: int) -> float:
         if plan.zero >= level:
@@ -281,7 +280,7 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
     loss = loss_bytes_per_logit * s * b * model.vocab / t if stage == plan.pipeline - 1 else 0.0
     weights = sharded(stored_dense + fp8_dense, stored_expert + fp8_expert, 3)
     return MemoryBreakdown(
-        weights_bytes=weights + dequant_workspace_bytes(model, plan, precision, ft),
+        weights_bytes=weights + dequant,
         gradients_bytes=sharded(g_b * trained_dense, g_b * trained_expert, 2),
         optimizer_bytes=sharded(o_b * trained_dense, o_b * trained_expert, 1),
         activations_bytes=(activations + loss) * act_scale,
@@ -289,6 +288,27 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
         stage=stage,
         optimizer_paged=ft.paged_optimizer,
     )
+
+
+_WEIGHTS: dict[tuple, tuple] = {}
+
+
+def _stage_weights(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str, ft: FinetuneSpec,
+                   fp8_recipe: Fp8Recipe) -> tuple:
+    """(trained, stored, fp8 extra) (dense, expert) parameters and bytes of a stage's weights, and the dequantisation
+    workspace: what of ``_stage_memory`` depends on the plan's model split alone (its tensor, pipeline, virtual
+    and expert sizes), not on its data size, batch, recomputation or ZeRO stage; worked out once per split for
+    the plans a search sizes on it."""
+    key = (model, plan.tensor, plan.pipeline, plan.virtual_stages, plan.expert, stage, precision, ft, fp8_recipe)
+    found = _WEIGHTS.get(key)
+    if found is None:
+        if len(_WEIGHTS) >= 1 << 14:
+            _WEIGHTS.clear()
+        found = _WEIGHTS[key] = (trainable_stage_params(model, plan, stage, ft),
+                                 stage_weight_bytes(model, plan, stage, precision, ft),
+                                 fp8_weight_extra_bytes(model, plan, stage, precision, ft, fp8_recipe),
+                                 dequant_workspace_bytes(model, plan, precision, ft))
+    return found
 
 
 def longest_sequence(model: ModelSpec, plan: ParallelPlan, precision: str, attention: str, capacity_bytes: float,
