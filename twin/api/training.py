@@ -135,9 +135,9 @@ class Prepared:
     def model(self) -> ModelSpec:
         return self.section.model
 
-    @property
+    @cached_property
     def request(self) -> PlanRequest:
-        """The parallel plan the scenario itself asks for."""
+        """The parallel plan the scenario itself asks for (a search asks for it at every plan it sizes)."""
         return plan_request_of(self.scenario.training.parallelism, self.section.stack)
 
     # One communication model per placement (``comm``); scenarios prepared on the same cluster share them.

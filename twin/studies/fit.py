@@ -20,8 +20,9 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
+from operator import attrgetter
 
 from twin import collector
 from twin.api import (
@@ -215,9 +216,13 @@ def _fastest(prepared: Prepared, plans: list[tuple], passes: list[float]) -> int
     return best
 
 
+# A plan's settings but its ZeRO stage, read at once (``_but_zero``).
+_BUT_ZERO = attrgetter(*(f.name for f in fields(ParallelPlan) if f.name != "zero"))
+
+
 def _but_zero(plan: ParallelPlan) -> tuple:
     """The plan's settings but its ZeRO stage: what its ``plan_passes_floor_s`` depends on of it."""
-    return tuple(value for name, value in vars(plan).items() if name != "zero")
+    return _BUT_ZERO(plan)
 
 
 def _cost(row: FitRow, country: str) -> tuple[bool, float]:
