@@ -55,17 +55,10 @@ def cluster_graph(cluster: ClusterSpec) -> nx.Graph:
     return _cached_graph(*_graph_key(cluster))
 
 
-# The fabrics compiled, by their graph's wiring (``_wiring``) and efficiencies: one is rerated for a node type
-# wired alike but for its NVLinks' rate instead of building that type's graph (``Fabric.rerated``). Held weakly:
-# the fabrics ``_compiled`` keeps.
+# The fabrics compiled, by what their graph's vertices and links follow (the node's ``topology.node_wiring``, the
+# rest of the graph's key) and their efficiencies: one is rerated for a node type wired alike but for its NVLinks'
+# rate instead of building that type's graph (``Fabric.rerated``). Held weakly: the fabrics ``_compiled`` keeps.
 _WIRED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-
-
-def _wiring(graph_key: tuple) -> tuple:
-    """What of ``graph_key`` a graph's vertices and links follow: its node's ``topology.node_wiring`` and the rest."""
-    from twin.hardware.specs import node_spec
-
-    return (topology.node_wiring(node_spec(graph_key[0].name)),) + graph_key[1:]
 
 
 @lru_cache(maxsize=4)
@@ -74,8 +67,8 @@ def _compiled(graph_key: tuple, efficiency: Efficiency) -> Fabric:
     alike but for their NVLinks' rate, one fabric's links and routes rerated (``Fabric.rerated``)."""
     from twin.hardware.specs import node_spec
 
-    wiring = (_wiring(graph_key), efficiency)
     node = node_spec(graph_key[0].name)
+    wiring = ((topology.node_wiring(node),) + graph_key[1:], efficiency)
     with collector.paused():           # its link tables all live on (twin/collector.py)
         wired = _WIRED.get(wiring)
         if wired is not None:

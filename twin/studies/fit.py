@@ -296,8 +296,8 @@ def _dealt(options: list[FitOption], fitting: list[tuple[float, int]]) -> list[l
     """``fitting`` (``_sifted``'s) in two parts to be ranked on two cores (``_ranked_first`` each): every other
     fabric from the lowest ``gemm_floor_s`` up, the options of one fabric together: those of node types wired
     alike (``topology.node_wiring``) on as many nodes, whose clusters share one compiled fabric's links and routes
-    (``network/fabric_cache.py``; the 405B fit's 2,048-node DGX B200, H100 and H200 clusters: one graph of 0.3 s
-    built, the others rerated from it). Each part's ``top`` best rows are then about as fast as the whole fit's, so
+    (``network/fabric_cache.py``; the 405B fit's 2,048-node DGX B200, H100 and H200 clusters: one fabric built and
+    compiled in about 0.3 s, the others rerated from it). Each part's ``top`` best rows are then about as fast as the whole fit's, so
     neither answers much beyond its share; together they answer every option the whole fit's ranking would."""
     clusters: dict[tuple, list] = {}
     for floor, i in sorted(fitting):

@@ -290,7 +290,8 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
     )
 
 
-_WEIGHTS: dict[tuple, tuple] = {}
+_WEIGHTS: dict[tuple, tuple] = {}      # ``_stage_weights``' answers, by model split and stage
+_WEIGHTS_KEPT = 1 << 14                 # kept before the memo starts again (the 405B fit asks 624)
 
 
 def _stage_weights(model: ModelSpec, plan: ParallelPlan, stage: int, precision: str, ft: FinetuneSpec,
@@ -302,7 +303,7 @@ def _stage_weights(model: ModelSpec, plan: ParallelPlan, stage: int, precision: 
     key = (model, plan.tensor, plan.pipeline, plan.virtual_stages, plan.expert, stage, precision, ft, fp8_recipe)
     found = _WEIGHTS.get(key)
     if found is None:
-        if len(_WEIGHTS) >= 1 << 14:
+        if len(_WEIGHTS) >= _WEIGHTS_KEPT:
             _WEIGHTS.clear()
         found = _WEIGHTS[key] = (trainable_stage_params(model, plan, stage, ft),
                                  stage_weight_bytes(model, plan, stage, precision, ft),
