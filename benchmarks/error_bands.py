@@ -54,10 +54,11 @@ def training_rows(workers: int) -> list[dict]:
 
 
 def serving_rows(workers: int) -> list[dict]:
+    from twin.serving.profiles import engine_family
     from twin.validation.serving import run_cases
 
-    return [{"id": o.case.id, "group": o.case.group, "role": o.case.role, "gpu": o.case.gpu, "engine": "trtllm",
-             "metric": "output_tokens_per_s", "error": round(o.error, 5)}
+    return [{"id": o.case.id, "group": o.case.group, "role": o.case.role, "gpu": o.case.gpu,
+             "engine": engine_family(o.case.engine), "metric": o.case.metric, "error": round(o.error, 5)}
             for o in run_cases(workers=workers) if not math.isnan(o.error)]
 
 

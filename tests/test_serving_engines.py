@@ -90,6 +90,30 @@ def test_launches_bound_a_short_iteration_and_hide_behind_a_long_one():
     assert long.total_s - it.host_s == pytest.approx(long.compute_s + long.memory_s + long.comm_s)
 
 
+def test_multi_step_scheduling_pays_the_host_work_once_per_its_decode_steps():
+    """vLLM 0.6's --num-scheduler-steps n: a decode-only iteration pays 1/n of the host work (vLLM 0.6: 4 ms),
+    an iteration with prompt tokens the whole of it; the GPU's time is the same either way."""
+    engine = engine_profile("vllm-0.6")
+    decode, prefill = Batch(decode_seqs=32, decode_context=32 * 600), Batch(prefill_tokens=512, prefill_pairs=512 * 513 / 2,
+                                                                           prefill_done=1)
+    single, multi = (run(deployment(replace(engine, scheduler_steps=n)))[0].iteration for n in (1, 10))
+    for batch in (decode, prefill):
+        assert multi.time(batch).compute_s == single.time(batch).compute_s
+    assert single.time(decode).total_s - multi.time(decode).total_s == pytest.approx(0.004 * 0.9, rel=1e-9)
+    assert multi.time(prefill).total_s == single.time(prefill).total_s
+
+
+def test_scheduler_steps_is_a_scenario_key_within_its_bounds():
+    from twin.api import scenario_from_text
+
+    text = ("cluster: {node: dgx-h100, nodes: 1}\nserving: {model: llama3-8b, replicas: 1, "
+            "engine: {profile: vllm-0.6, scheduler_steps: %s}, load: {rate: 1/s, input_tokens: {mean: 128}, "
+            "output_tokens: {mean: 128}}}\n")
+    assert scenario_from_text(text % 10).serving.engine.scheduler_steps == 10
+    with pytest.raises(ScenarioError, match=r"serving.engine.scheduler_steps: 0 is not allowed: allowed 1 to 64"):
+        scenario_from_text(text % 0)
+
+
 def test_cuda_graphs_replay_decode_with_one_launch():
     rep, _ = run(deployment(engine_profile("vllm-0.10")))
     it = rep.iteration

@@ -222,14 +222,14 @@ def test_large_gemm_runs_at_the_measured_ceiling_times_the_calibrated_efficiency
     assert 1.0 < h100 / fp8 < 2.0      # FP8 is faster, but not 2x: lower ceiling and the input casts
 
 
-# -- serving: TensorRT-LLM 0.13.0 offline throughput -------------------------------------------
+# -- serving: TensorRT-LLM 0.13.0 offline throughput; vLLM 0.6.0 on ShareGPT --------------------
 
 # Mean absolute error allowed per serving group (fraction), measured + margin (docs/validation.md).
 SERVING_GROUP_BOUNDS = {
     "trtllm-calibration": 0.13, "trtllm-mistral-7b": 0.09, "trtllm-llama2-70b": 0.11, "trtllm-lengths": 0.09,
     "trtllm-70b-tp2": 0.16, "trtllm-70b-tp1": 0.23, "trtllm-gh200-small": 0.14, "trtllm-gh200-70b": 0.50,
-    "trtllm-gh200-multi": 1.20,
-    # Every row of each role (docs/serving.md, "Calibration and validation": 11.4% and 25.1% measured).
+    "trtllm-gh200-multi": 1.20, "vllm-0.6-sharegpt": 0.19,
+    # Every row of each role (docs/serving.md, "Calibration and validation": 11.4% and 24.7% measured).
     "all calibration rows": 0.13, "all check rows": 0.27,
 }
 
@@ -242,7 +242,7 @@ def serving_outcomes():
 
 
 def test_every_serving_row_runs_and_holds_its_requests(serving_outcomes):
-    assert len(serving_outcomes) == 247
+    assert len(serving_outcomes) == 253
     assert all(math.isfinite(o.predicted) and o.predicted > 0 for o in serving_outcomes)
 
 
@@ -264,6 +264,34 @@ def test_every_serving_row_names_its_engine_and_kind(serving_outcomes):
     kinds = [lines[n] for n in lines if n.startswith("tensorrt-llm-0.13 calibration ")]
     assert sum(g.rows for g in kinds) == calibration.rows == 105
     assert calibration.mae == pytest.approx(sum(g.mae * g.rows for g in kinds) / calibration.rows)
+
+
+def test_the_vllm_rows_are_the_sources_runs_as_a_scenario_writes_them(serving_outcomes):
+    """The six vLLM 0.6.0 rows (SGLang's benchmark of it): each names its load and metric, and the offline 8B row
+    is what `twin run` answers for the scenario that writes the same deployment, engine flags and requests."""
+    from twin.api import run_text
+
+    rows = {o.case.id: o for o in serving_outcomes if o.case.engine == "vllm-0.6"}
+    assert len(rows) == 6 and {o.case.group for o in rows.values()} == {"vllm-0.6-sharegpt"}
+    assert sorted(o.case.rate_per_s or 0 for o in rows.values()) == [0, 0, 4, 4, 8, 8]
+    assert {o.case.metric for o in rows.values()} == {"output_tokens_per_s", "tpot_p50_ms"}
+    offline = rows["vllm-0.6.0-sharegpt-llama3-8b-a100-80gb-bf16-tp1-offline-output_tokens_per_s"]
+    result = run_text("""
+cluster: {node: dgx-a100-80gb, nodes: 1}
+serving:
+  model: llama3-8b
+  precision: bf16
+  kv_cache: bf16
+  replicas: 1
+  engine: {profile: vllm-0.6, max_tokens_in_flight: 4096, chunked_prefill: false, scheduler_steps: 10}
+  load:
+    rate: offline
+    requests: 5000
+    input_tokens: {mean: 224, distribution: lognormal, max: 1024}
+    output_tokens: {mean: 194.3, distribution: lognormal, max: 2044}
+""")
+    assert result.run.output_tokens_per_s == pytest.approx(offline.predicted, rel=1e-12)
+    assert result.calibration.band.detail == "3 validation cases (engine vllm on a100-80gb)"
 
 
 def test_serving_efficiencies_are_fitted_on_calibration_rows_only(serving_outcomes):

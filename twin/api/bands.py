@@ -12,9 +12,6 @@ from twin.scenario import Scenario
 if TYPE_CHECKING:
     from twin.results import ServingResult, TrainingResult
 
-# The serving engine the serving twin is validated on (twin/validation/cases/serving: trtllm-bench rows).
-SERVING_ENGINE = "trtllm"
-
 R = TypeVar("R", "TrainingResult", "ServingResult")
 
 
@@ -36,12 +33,20 @@ def node_gpu(node: str) -> str:
 
 
 def scenario_calibration(scenario: Scenario) -> Calibration:
-    """The band of the scenario's training or serving answer (its node's GPU, its stack or the serving engine)."""
+    """The band of the scenario's training or serving answer (its node's GPU, its stack or its serving engine)."""
     gpu = node_gpu(scenario.cluster.node)
     if scenario.training is not None:
         stack = scenario.training.stack
         return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
-    return calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+    return calibration_of(scenario, "serving", gpu, serving_engine(scenario.serving.engine.profile))
+
+
+def serving_engine(profile: str) -> str:
+    """The engine whose validation rows band a serving answer (twin/validation/cases/serving): the family of
+    the engine profile it runs (``serving.profiles.engine_family``)."""
+    from twin.serving.profiles import engine_family
+
+    return engine_family(profile)
 
 
 def calibrated(result: R, scenario: Scenario) -> R:

@@ -132,6 +132,13 @@ def _section(jobs: Jobs, i: int) -> tuple[str, Serving | Training, str]:
     return template, section, f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
 
 
+def _engines(jobs: Jobs, services: dict[str, Service]) -> dict[str, str]:
+    """The engine profile each service runs, by its template."""
+    sections = (_section(jobs, i) for i in range(len(jobs.list)))
+    engines = {template: section.engine.profile for template, section, _ in sections if isinstance(section, Serving)}
+    return {name: engines[name] for name in services}
+
+
 def _services(jobs: Jobs, cluster: ClusterSpec, efficiency: Efficiency) -> dict[str, Service]:
     """The listed serving jobs' services, each template once, up to the first that cannot run: ``_listed`` finds
     that one again and says why, in its place among the jobs."""
@@ -391,7 +398,7 @@ def simulate_operations(scenario: Scenario) -> OperationsResult:
         completion=completion(run.jobs), utilisation=utilisation(run), power=use, timeline=timeline(run, site.pue),
         carbon_aware=aware, failures_enabled=failures is not None, country=grids[0].code, services=services,
         warnings=warnings, sources=_sources(cluster, grids, failures))
-    bands = template_bands(scenario, cluster.node.gpu.name, shapes.templates, list(services))
+    bands = template_bands(scenario, cluster.node.gpu.name, shapes.templates, _engines(jb, services))
     return played_at_edges(result, bands, shapes.built, lambda built: play(site_clock, built), site.pue, jb.power_limit)
 
 

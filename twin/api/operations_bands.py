@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from twin.api.bands import SERVING_ENGINE, calibration_of
+from twin.api.bands import calibration_of, serving_engine
 from twin.bands import Calibration, Edges
 from twin.cores import split_map
 from twin.engine.step import StepBreakdown
@@ -39,14 +39,15 @@ Play = Callable[[dict[tuple[str, int], Shape]], tuple[ClusterRun, Accounts]]
 
 
 def template_bands(scenario: Scenario, gpu: str, trainings: dict[str, Training],
-                   services: list[str]) -> dict[str, Calibration]:
-    """Each job template's band: its stack's on ``gpu`` for training, the serving engine's for a service."""
+                   services: dict[str, str]) -> dict[str, Calibration]:
+    """Each job template's band: its stack's on ``gpu`` for training, its serving engine's for a service
+    (``services``: each service's engine profile, by its template)."""
     bands = {}
     for name, training in trainings.items():
         stack = training.stack if isinstance(training.stack, str) else training.stack.name
         bands[name] = calibration_of(scenario, "training", gpu, stack)
-    for name in services:
-        bands[name] = calibration_of(scenario, "serving", gpu, SERVING_ENGINE)
+    for name, profile in services.items():
+        bands[name] = calibration_of(scenario, "serving", gpu, serving_engine(profile))
     return bands
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from twin.api.bands import SERVING_ENGINE, calibration_of
+from twin.api.bands import calibration_of, serving_engine
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.bands import Calibration
 from twin.calibration import Efficiency, ServingEfficiency
@@ -76,8 +76,8 @@ def simulate_serving(scenario: Scenario) -> ServingResult:
 
 
 def _band(scenario: Scenario, d: Deployment) -> Calibration:
-    """The serving band of a deployment: the serving engine's validation rows on its GPU (or the site profile)."""
-    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, SERVING_ENGINE)
+    """The serving band of a deployment: its engine's validation rows on its GPU (or the site profile)."""
+    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, serving_engine(d.spec.engine.profile))
 
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:

@@ -23,6 +23,7 @@ Latency = number("time", gt="0 s", le="1 h", why="a target beyond an hour is no 
 MaxBatch = number(integer=True, ge="1", le="65536", why="2^16 sequences in flight")
 TokensInFlight = number(integer=True, ge="1", le="1048576", why="2^20 tokens in one iteration")
 BlockTokens = number(integer=True, ge="1", le="4096", why="tokens per paged-KV block; engines use 16 to 128")
+SchedulerSteps = number(integer=True, ge="1", le="64", why="decode iterations one scheduling pass runs")
 MemoryFraction = number(gt="0", le="1", why="a share of the memory left after weights and reserve")
 Sigma = number(gt="0", le="4", why="standard deviation of the log; 4 spans eight decades")
 Requests = number(integer=True, ge="1", le="100000",
@@ -67,6 +68,7 @@ class Engine(Strict):
     offload: Offload = "none"
     block_tokens: BlockTokens = 64
     kv_memory_fraction: MemoryFraction = 0.9
+    scheduler_steps: SchedulerSteps = 1
 
 
 class Lengths(Strict):

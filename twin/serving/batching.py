@@ -33,7 +33,11 @@ engine captured as a CUDA graph, which bound the iteration when its kernels are 
 kernels and their launches); and its host work ``host_s`` (scheduling, input
 preparation, outputs), added to the GPU's time, or hidden behind it by an overlap
 scheduler (the iteration takes the longer of the two). A profile without a published
-host cost takes the calibrated ``iteration_overhead_s``.
+host cost takes the calibrated ``iteration_overhead_s``. Multi-step scheduling
+(``scheduler_steps`` = n, vLLM's ``--num-scheduler-steps``) schedules and prepares the
+inputs of n decode iterations at once: a decode-only iteration pays ``host_s / n``, an
+iteration with prompt tokens the whole ``host_s`` (vLLM 0.6 runs prefills one step at a
+time). The wait of a new request for the current n steps to end is not modelled.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ class IterationModel:
         compute, memory, comm, p2p = self._stage(micro, kv_spilled)
         kernels = p * (compute + memory + comm) + p2p
         gpu = max(kernels, self.launch_s(batch))
-        host = self.host_s
+        host = self.host_s if batch.prefill_tokens else self.host_s / self.engine.scheduler_steps
         total = max(gpu, host) if self.engine.overlap_scheduler else gpu + host
         return IterationTime(total, p * compute, p * memory, p * comm + p2p, total - kernels)
 

@@ -16,6 +16,13 @@ DEFAULT_PROFILE = "tensorrt-llm-0.13"
 _KEYS = {f.name for f in fields(EngineSpec)} - {"profile", "offload"}
 
 
+def engine_family(profile: str) -> str:
+    """The engine a profile is a release of, as the validation's error bands name it: trtllm (every
+    tensorrt-llm release), vllm, sglang."""
+    engine = profile.rsplit("-", 1)[0]
+    return "trtllm" if engine == "tensorrt-llm" else engine
+
+
 def profile_names() -> list[str]:
     return catalog.names("engines")
 

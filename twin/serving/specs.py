@@ -61,6 +61,8 @@ class EngineSpec:
     host_s: float | None = None            # host work per iteration: scheduling, input preparation, outputs;
                                            # None: the calibrated ServingEfficiency.iteration_overhead_s
     overlap_scheduler: bool = False        # host work for iteration i+1 runs while the GPU runs iteration i
+    scheduler_steps: int = 1               # decode iterations one scheduling pass runs (vLLM --num-scheduler-steps):
+                                           # a decode-only iteration pays host_s / scheduler_steps
     all_reduce: AllReduceKernels = "nccl"  # tensor-parallel all-reduce kernels
     custom_all_reduce_max_bytes: float = 0.0
     custom_all_reduce_kernels: CustomAllReduceKernels = "trtllm"   # whose measured kernels (tp_all_reduce.yaml)

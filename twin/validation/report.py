@@ -8,7 +8,7 @@ from twin.outputs import write_atomic
 from twin.report import table
 from twin.validation.metrics import METRICS
 from twin.validation.runner import Outcome, Summary
-from twin.validation.serving import GROUPS, SERVING_SOURCE, ServingGroup, ServingOutcome, by_engine_and_kind
+from twin.validation.serving import GROUPS, SERVING_METRICS, ServingGroup, ServingOutcome, by_engine_and_kind, sources
 from twin.validation.serving import run_cases as run_serving
 from twin.validation.serving import summarize as summarize_serving
 
@@ -121,7 +121,7 @@ def markdown(outcomes: list[Outcome], summary: Summary, efficiencies: dict[str, 
 # -- serving rows ---------------------------------------------------------------------------
 
 SERVING_GROUP_HEADER = ["group", "role", "rows", "mean abs error", "median", "range", "within 25%", "tolerance"]
-SERVING_CASE_HEADER = ["row", "engine", "kind", "group", "role", "published tok/s", "predicted tok/s", "error"]
+SERVING_CASE_HEADER = ["row", "engine", "kind", "group", "role", "metric", "published", "predicted", "error"]
 SERVING_KIND_HEADER = ["engine, role, kind of row", "role", "rows", "MAPE", "median", "range", "within 25%", "tolerance"]
 
 
@@ -137,7 +137,8 @@ def serving_group_rows(groups: list[ServingGroup]) -> list[list[str]]:
 
 
 def serving_case_rows(outcomes: list[ServingOutcome]) -> list[list[str]]:
-    return [[o.case.id, o.case.engine, o.case.kind, o.case.group, o.case.role, _num(o.case.published),
+    return [[o.case.id, o.case.engine, o.case.kind, o.case.group, o.case.role, SERVING_METRICS[o.case.metric],
+             _num(o.case.published),
              _num(o.predicted) if math.isfinite(o.predicted) else "does not fit",
              _pct(o.error if math.isfinite(o.error) else None)] for o in outcomes]
 
@@ -150,7 +151,7 @@ def serving_target_lines(groups: list[ServingGroup]) -> list[str]:
 
 
 def serving_text(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:
-    return "\n".join(["Serving: TensorRT-LLM 0.13.0 offline throughput (output tokens/s)", "",
+    return "\n".join(["Serving: published serving benchmarks (output tokens/s; median TPOT where a row says so)", "",
                       table(serving_group_rows(groups), SERVING_GROUP_HEADER), "", *serving_target_lines(groups), "",
                       "Serving by engine and kind of row (prompt-heavy: input ≥ 4 × output; decode-heavy: "
                       "output ≥ 4 × input)", "",
@@ -159,7 +160,7 @@ def serving_text(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> 
 
 def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup]) -> str:
     """The generated serving part of docs/validation.md."""
-    out = ["## Serving results", "", f"Source: {SERVING_SOURCE}.", "",
+    out = ["## Serving results", "", "Sources:", "", *[f"- {source}" for source in sources()], "",
            "### Per group", "", _md_table(serving_group_rows(groups), SERVING_GROUP_HEADER), ""]
     out += [f"- {line}" for line in serving_target_lines(groups)] + [""]
     out += [f"- **{name}**: {text}" for name, text in GROUPS.items()]

@@ -1,14 +1,19 @@
-"""Serving cases: published offline throughputs against the serving twin.
+"""Serving cases: published serving benchmarks against the serving twin.
 
-``cases/serving/*.yaml`` hold rows of one source each: model, GPU, precision, tensor
-parallelism, input/output lengths, the published output tokens/s and the row's role
-(calibration rows are the ones ``benchmarks/calibrate_serving.py`` fits; check rows are
-never fitted). A row runs offline: every request queued at t = 0 on one replica of
-one node of the GPU's reference server, with the source's engine settings.
+``cases/serving/*.yaml`` hold rows of one source each, with the source's engine settings:
 
-``python -m twin validate`` reports them by group (``group_of``): the calibration rows,
-and the check rows by what they hold out (a model, lengths, a tensor-parallel size, the
-GH200 column), each check group against the tolerance ``CHECK_TOLERANCE``.
+- ``trtllm_0.13.yaml``: the TensorRT-LLM 0.13 offline throughput table. Each row: model, GPU,
+  precision, tensor parallelism, fixed input/output lengths, the published output tokens/s and the
+  row's role (calibration rows are the ones ``benchmarks/calibrate_serving.py`` fits; check rows are
+  never fitted). A row runs offline: ``REQUESTS`` requests queued at t = 0.
+- files with ``lengths`` (request lengths drawn from a distribution, as a dataset gives them): each
+  row names its load (``offline``, or a Poisson rate per second), its request count and its metric
+  (``output_tokens_per_s``, or ``tpot_p50_ms``, the median time per output token). They are checks.
+
+Every row runs on one replica of one node of the GPU's reference server. ``python -m twin
+validate`` reports them by group (``group_of``): the calibration rows, and the check rows by what
+they hold out (a model, lengths, a tensor-parallel size, the GH200 column, another engine), each
+check group against the tolerance ``CHECK_TOLERANCE``.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ from twin.workload.model import model_spec
 # an 8-GPU L40S server, a GH200 superchip node).
 REFERENCE_NODE = {"h100-sxm": "dgx-h100", "h200": "dgx-h200", "a100-80gb": "dgx-a100-80gb",
                   "l40s": "l40s-8", "gh200": "gh200-1"}
-SERVING_SOURCE = ("NVIDIA TensorRT-LLM v0.13.0, docs/source/performance/perf-overview.md, Throughput Measurements "
-                  "table (rows in twin/validation/cases/serving/trtllm_0.13.yaml)")
+# The case files, in the order the report lists their rows.
+CASE_FILES = ("trtllm_0.13.yaml", "vllm_0.6_sharegpt.yaml")
 # Requests per case: enough for the steady state of the longest rows (the source uses 1,000 to 30,000).
 REQUESTS = 1000
 # Mean absolute error a check group is held to where the twin describes the deployment as the source ran it.
@@ -49,7 +54,11 @@ GROUPS = {
     "trtllm-gh200-small": "GH200 column: 8B and 7B models, TP 1",
     "trtllm-gh200-70b": "GH200 column: 70B models, TP 1",
     "trtllm-gh200-multi": "GH200 column: TP 2 and 4 (the source does not say how the superchips are joined)",
+    "vllm-0.6-sharegpt": "held-out engine: vLLM 0.6.0 with multi-step scheduling on ShareGPT, as the SGLang team ran "
+                         "it (offline throughput, median time per output token at 4 and 8 requests/s)",
 }
+# What a row measures: the published figure and the twin's are in its unit.
+SERVING_METRICS = {"output_tokens_per_s": "output tokens/s", "tpot_p50_ms": "median TPOT, ms"}
 
 
 # Kinds of row (``ServingCase.kind``): a row is prompt-heavy or decode-heavy when one length is at
@@ -70,6 +79,13 @@ class ServingCase:
     role: str
     engine: str = "tensorrt-llm-0.13"   # the engine profile the source ran (catalog engines.yaml)
     max_batch: int | None = None         # the source's batch limit where the row sets one
+    metric: str = "output_tokens_per_s"  # what ``published`` measures (``SERVING_METRICS``)
+    rate_per_s: float | None = None      # Poisson arrivals; None: offline (every request at t = 0)
+    requests: int = 0                    # requests the source sent; 0: ``REQUESTS``
+    lengths: tuple[LengthSpec, LengthSpec] | None = None   # (input, output) drawn as a dataset gives them;
+                                                           # None: fixed at input_tokens and output_tokens
+    source: str = "trtllm-0.13"          # the case file's name for its rows (their ids begin with it)
+    held_out: str | None = None          # the report group of every row of the file, where it names one
 
     @property
     def kind(self) -> str:
@@ -84,13 +100,17 @@ class ServingCase:
 
     @property
     def id(self) -> str:
-        return (f"trtllm-0.13-{self.model}-{self.gpu}-{self.precision}-tp{self.tensor}-"
-                f"{self.input_tokens}-{self.output_tokens}")
-
+        head = f"{self.source}-{self.model}-{self.gpu}-{self.precision}-tp{self.tensor}"
+        if self.lengths is None:
+            return f"{head}-{self.input_tokens}-{self.output_tokens}"
+        load = "offline" if self.rate_per_s is None else f"{self.rate_per_s:g}-per-s"
+        return f"{head}-{load}-{self.metric}"
 
     @property
     def group(self) -> str:
         """The report group of a row (``GROUPS``), from what it holds out."""
+        if self.held_out is not None:
+            return self.held_out
         if self.role == "calibration":
             return "trtllm-calibration"
         if self.gpu == "gh200":
@@ -162,29 +182,51 @@ def _group(name: str, description: str, members: list[ServingOutcome]) -> Servin
                         float(np.mean(np.abs(errors) <= 0.25)), len(members) - len(errors))
 
 
-def load_cases(name: str = "trtllm_0.13.yaml") -> tuple[EngineSpec, list[ServingCase]]:
-    text = resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
-    data = load_yaml(text)
+def load_cases(name: str = CASE_FILES[0]) -> tuple[EngineSpec, list[ServingCase]]:
+    """The engine settings and the rows of one case file (``CASE_FILES``)."""
+    data = load_yaml(_case_text(name))
     settings = dict(data["engine"])
     engine = replace(engine_profile(settings.pop("profile")), **settings)
+    common = {"engine": engine.profile, "source": data.get("id_prefix", "trtllm-0.13"), "held_out": data.get("group")}
+    if "lengths" not in data:
+        return engine, [ServingCase(model, gpu, precision, int(tensor), *(int(x) for x in lengths.split("/")),
+                                    float(published), role, **common)
+                        for model, gpu, precision, tensor, lengths, published, role in data["rows"]]
+    lengths = tuple(LengthSpec(float(d["mean"]), d["distribution"], int(d["max"]), float(d.get("sigma", 1.0)))
+                    for d in (data["lengths"]["input_tokens"], data["lengths"]["output_tokens"]))
     cases = []
-    for model, gpu, precision, tensor, lengths, published, role in data["rows"]:
-        isl, osl = (int(x) for x in lengths.split("/"))
-        cases.append(ServingCase(model, gpu, precision, int(tensor), isl, osl, float(published), role,
-                                 engine.profile))
+    for model, gpu, precision, tensor, load, requests, metric, published, role in data["rows"]:
+        if metric not in SERVING_METRICS:
+            raise ValueError(f"{name}: metric {metric!r}; allowed: {', '.join(SERVING_METRICS)}")
+        cases.append(ServingCase(model, gpu, precision, int(tensor), round(lengths[0].mean), round(lengths[1].mean),
+                                 float(published), role, metric=metric,
+                                 rate_per_s=None if load == "offline" else float(load), requests=int(requests),
+                                 lengths=lengths, **common))
     return engine, cases
+
+
+def sources() -> list[str]:
+    """Each case file's source, as it names it, and where its rows are."""
+    return [f"{load_yaml(_case_text(name))['source']} (rows in twin/validation/cases/serving/{name})"
+            for name in CASE_FILES]
+
+
+def _case_text(name: str) -> str:
+    return resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
 
 
 def case_replica(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
                  requests: int = REQUESTS) -> tuple[ServingSpec, Replica]:
-    """The deployment of a row (offline, ``requests`` requests) and its replica on the GPU's reference server."""
+    """The deployment of a row (its load: offline ``requests`` requests unless the row sets its own) and its
+    replica on the GPU's reference server."""
     node = node_spec(REFERENCE_NODE[case.gpu])
     nodes = max(1, math.ceil(case.tensor / node.gpus))
     cluster = ClusterSpec(node, nodes, 0, 1, None, None,
                           FabricSpec("rail-optimized-fat-tree", node.compute_nics.line_rate_Bps, 32, 1.0),
                           StorageSpec(1e10, 1e10, None))
     kv = "fp8" if case.precision == "fp8" else case.precision
-    load = LoadSpec(None, requests, LengthSpec(case.input_tokens), LengthSpec(case.output_tokens))
+    lengths = case.lengths or (LengthSpec(case.input_tokens), LengthSpec(case.output_tokens))
+    load = LoadSpec(case.rate_per_s, case.requests or requests, *lengths)
     spec = ServingSpec(model_spec(case.model), case.precision, kv, case.tensor, 1, 1, None, engine, load, SLOSpec())
     return spec, replica(spec, cluster, efficiency or ServingEfficiency.calibrated(), Efficiency.calibrated())
 
@@ -194,19 +236,22 @@ def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficienc
     spec, rep = case_replica(case, engine, efficiency, requests)
     if rep.memory.kv_blocks * engine.block_tokens < case.input_tokens + case.output_tokens:
         return ServingOutcome(case, math.nan, math.nan)
-    predicted = simulate(spec, rep).output_tokens_per_s
+    result = simulate(spec, rep)
+    predicted = result.output_tokens_per_s if case.metric == "output_tokens_per_s" else 1e3 * result.tpot_s.p50
     return ServingOutcome(case, predicted, predicted / case.published - 1.0)
 
 
 def run_cases(role: str | None = None, efficiency: ServingEfficiency | None = None,
               requests: int = REQUESTS, workers: int = 1) -> list[ServingOutcome]:
-    """Every row (of ``role``), in ``workers`` processes when more than one (rows are independent)."""
-    engine, cases = load_cases()
-    chosen = [c for c in cases if role is None or c.role == role]
+    """Every row of every case file (of ``role``), in ``workers`` processes when more than one (rows are
+    independent)."""
+    chosen = [(case, engine) for name in CASE_FILES for engine, cases in [load_cases(name)] for case in cases
+              if role is None or case.role == role]
+    rows, engines = [case for case, _ in chosen], [engine for _, engine in chosen]
+    n = len(chosen)
     if workers <= 1:
-        return [run_case(c, engine, efficiency, requests) for c in chosen]
+        return list(map(run_case, rows, engines, [efficiency] * n, [requests] * n))
     from concurrent.futures import ProcessPoolExecutor
 
-    n = len(chosen)
     with ProcessPoolExecutor(max_workers=workers, initializer=one_core) as pool:    # a process per core
-        return list(pool.map(run_case, chosen, [engine] * n, [efficiency] * n, [requests] * n, chunksize=8))
+        return list(pool.map(run_case, rows, engines, [efficiency] * n, [requests] * n, chunksize=8))
