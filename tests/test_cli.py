@@ -118,13 +118,16 @@ def test_catalog_lists(kind, needle):
 
 def test_catalog_lists_the_serving_engines_with_their_defaults():
     """One row per profile of engines.yaml, with the profile's own values (tensorrt-llm-0.13: batch 256, 8,192
-    tokens an iteration, no CUDA graphs, 8 B of sampler buffers per batch slot and vocabulary entry)."""
+    tokens an iteration, prompts batched with decodes, no CUDA graphs, 8 B of sampler buffers per batch slot and
+    vocabulary entry; vllm-0.6 runs prompts apart unless chunked)."""
     from twin.serving.profiles import profile_names
 
     out = twin("catalog", "engines")
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
     assert out.returncode == 0 and sorted(rows) == sorted(profile_names())
-    assert rows["tensorrt-llm-0.13"][1:9] == ["256", "8192", "no", "no", "no_evict", "no", "calibrated", "8"]
+    assert rows["tensorrt-llm-0.13"][1:10] == ["256", "8192", "no", "always", "no", "no_evict", "no", "calibrated",
+                                               "8"]
+    assert rows["vllm-0.6"][4] == "chunked" and rows["sglang-0.4"][4] == "never"
 
 
 def test_the_hand_over_probes_every_runtime_dependency_of_pyproject():

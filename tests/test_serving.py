@@ -157,6 +157,40 @@ def test_the_event_loop_plays_simpys_run_to_the_last_digit(scheduler, rate):
             else:
                 assert getattr(ours, f.name) == getattr(reference, f.name), f.name
 
+def _iterations(engine_spec: EngineSpec) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Two requests of a 128-token prompt and 3 output tokens, both at t = 0, a prompt per iteration (128
+    tokens in flight): each iteration's (decodes, prompt tokens), and when each request ends."""
+    s = spec(count=2, isl=128, osl=3, engine=engine_spec)
+    rep = build(s)
+    engine = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens, jump=False)
+    state = _State(engine, Requests(np.zeros(2), np.array([128, 128]), np.array([3, 3])))
+    seen: list[tuple[int, int]] = []
+    advance = state._advance
+
+    def recording(batch: Batch, k: int) -> float:
+        seen.append((batch.decode_seqs, batch.prefill_tokens))
+        return advance(batch, k)
+
+    state._advance = recording
+    state.play()
+    return seen, state.result().requests.finish_s
+
+
+def test_prompts_run_alone_where_the_engine_does_not_batch_them_with_decodes():
+    """In-flight batching runs the second prompt beside the first request's decode; vLLM 0.6 without chunked
+    prefill (and SGLang without mixed chunks) runs it alone, first, and the first request's decode waits a
+    turn: it ends an iteration later. With chunked prefill on, vLLM 0.6 batches them again."""
+    base = EngineSpec(chunked_prefill=False, max_tokens_in_flight=128)
+    mixed, mixed_end = _iterations(base)
+    alone, alone_end = _iterations(replace(base, prefill_with_decode="chunked"))
+    assert mixed == [(0, 128), (1, 128), (2, 0), (1, 0)]
+    assert alone == [(0, 128), (0, 128), (2, 0), (2, 0)]
+    assert alone_end[0] > mixed_end[0] and alone_end[0] == alone_end[1]
+    assert _iterations(replace(base, prefill_with_decode="never"))[0] == alone
+    chunked = replace(base, chunked_prefill=True)
+    assert _iterations(replace(chunked, prefill_with_decode="chunked"))[0] == _iterations(chunked)[0]
+
+
 def test_higher_rate_raises_ttft_and_the_queue_grows_past_saturation():
     s = spec(count=300)
     rep = build(s)

@@ -103,15 +103,20 @@ def test_multi_step_scheduling_pays_the_host_work_once_per_its_decode_steps():
     assert multi.time(prefill).total_s == single.time(prefill).total_s
 
 
-def test_scheduler_steps_is_a_scenario_key_within_its_bounds():
+def test_scheduler_steps_and_the_prompt_rule_are_scenario_keys_within_their_bounds():
     from twin.api import scenario_from_text
+    from twin.api.specs import engine_of
 
     text = ("cluster: {node: dgx-h100, nodes: 1}\nserving: {model: llama3-8b, replicas: 1, "
-            "engine: {profile: vllm-0.6, scheduler_steps: %s}, load: {rate: 1/s, input_tokens: {mean: 128}, "
+            "engine: {profile: vllm-0.6, %s}, load: {rate: 1/s, input_tokens: {mean: 128}, "
             "output_tokens: {mean: 128}}}\n")
-    assert scenario_from_text(text % 10).serving.engine.scheduler_steps == 10
+    engine = engine_of(scenario_from_text(text % "scheduler_steps: 10, prefill_with_decode: never").serving.engine)
+    assert (engine.scheduler_steps, engine.prefill_with_decode, engine.prefill_alone) == (10, "never", True)
+    assert engine_of(scenario_from_text(text % "max_batch: 8").serving.engine).prefill_with_decode == "chunked"
     with pytest.raises(ScenarioError, match=r"serving.engine.scheduler_steps: 0 is not allowed: allowed 1 to 64"):
-        scenario_from_text(text % 0)
+        scenario_from_text(text % "scheduler_steps: 0")
+    with pytest.raises(ScenarioError, match=r"serving.engine.prefill_with_decode: .*'always', 'chunked' or 'never'"):
+        scenario_from_text(text % "prefill_with_decode: sometimes")
 
 
 def test_cuda_graphs_replay_decode_with_one_launch():
@@ -123,10 +128,10 @@ def test_cuda_graphs_replay_decode_with_one_launch():
 
 @pytest.mark.parametrize("older, newer", [("vllm-0.6", "vllm-0.10"), ("tensorrt-llm-0.13", "tensorrt-llm-1.0")])
 def test_a_newer_profile_never_slows_a_run_its_limits_do_not_bind(older, newer):
-    """The same scheduler limits on both; the newer release's per-iteration costs are no higher."""
+    """The same scheduler limits and rules on both; the newer release's per-iteration costs are no higher."""
     old = engine_profile(older)
     limits = {k: getattr(old, k) for k in ("max_batch", "max_tokens_in_flight", "chunked_prefill", "prefix_cache",
-                                           "scheduler", "block_tokens", "kv_memory_fraction")}
+                                           "scheduler", "prefill_with_decode", "block_tokens", "kv_memory_fraction")}
     new = replace(engine_profile(newer), **limits)
     for isl, osl, count in ((128, 1, 1), (512, 128, 64), (2048, 256, 16)):
         _, a = run(deployment(old, isl=isl, osl=osl, count=count))

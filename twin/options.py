@@ -60,6 +60,9 @@ ServingPrecision = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Distribution = Literal["fixed", "exponential", "lognormal"]
 BatchScheduler = Literal["no_evict", "max_utilization"]
+# Whether an iteration batches prompt tokens with decodes: always (in-flight batching), only with chunked prefill
+# (vLLM's V0 scheduler), never (SGLang without --enable-mixed-chunk).
+PrefillWithDecode = Literal["always", "chunked", "never"]
 Offload = Literal["none", "grace"]
 # Tensor-parallel all-reduce kernels of a serving engine: its own one-/two-shot kernels over NVLink, or NCCL.
 AllReduceKernels = Literal["custom", "nccl"]

@@ -65,8 +65,8 @@ def _engine_rows() -> tuple[list[str], list[list[str]]]:
     """The serving engine profiles: their scheduler defaults and per-iteration costs (catalog engines.yaml)."""
     from twin.serving.profiles import engine_profile, profile_names
 
-    header = ["name", "max batch", "tokens/iteration", "chunked prefill", "prefix cache", "scheduler",
-              "CUDA graphs", "host/iteration", "sampler bytes/slot/vocab", "description"]
+    header = ["name", "max batch", "tokens/iteration", "chunked prefill", "prompts with decodes", "prefix cache",
+              "scheduler", "CUDA graphs", "host/iteration", "sampler bytes/slot/vocab", "description"]
     rows = []
     for name in profile_names():
         e = engine_profile(name)
@@ -74,7 +74,8 @@ def _engine_rows() -> tuple[list[str], list[list[str]]]:
         host = "calibrated" if e.host_s is None else f"{e.host_s * 1e3:g} ms"
         if e.overlap_scheduler:
             host += " (overlapped)"
-        rows.append([name, str(e.max_batch), str(e.max_tokens_in_flight), YES[e.chunked_prefill], YES[e.prefix_cache],
-                     e.scheduler, graphs, host, f"{e.decoder_bytes_per_logit:g}",
+        rows.append([name, str(e.max_batch), str(e.max_tokens_in_flight), YES[e.chunked_prefill],
+                     e.prefill_with_decode, YES[e.prefix_cache], e.scheduler, graphs, host,
+                     f"{e.decoder_bytes_per_logit:g}",
                      catalog.table("engines")[name]["description"]])
     return header, rows

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, field_validator, model_validator
 
-from twin.options import BatchScheduler, Distribution, KVPrecision, Offload, ServingPrecision
+from twin.options import BatchScheduler, Distribution, KVPrecision, Offload, PrefillWithDecode, ServingPrecision
 from twin.scenario.fields import Flag, Strict, name_text, number
 from twin.scenario.training import Degree, ModelChoice
 
@@ -69,6 +69,7 @@ class Engine(Strict):
     block_tokens: BlockTokens = 64
     kv_memory_fraction: MemoryFraction = 0.9
     scheduler_steps: SchedulerSteps = 1
+    prefill_with_decode: PrefillWithDecode = "always"
 
 
 class Lengths(Strict):

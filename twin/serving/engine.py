@@ -244,8 +244,11 @@ class _State:
             self.head = 0
 
     def _schedule(self) -> tuple[Batch, list[tuple[_Seq, int]]]:
+        """The next iteration: every decode and prompt chunks up to the token budget; where prompts run alone
+        (``EngineSpec.prefill_alone``), prompt chunks within the whole budget and no decode while any is pending."""
         spec = self.e.spec
-        n = len(self.decoding)
+        alone = spec.prefill_alone and self.prefilling
+        n = 0 if alone else len(self.decoding)
         budget = spec.max_tokens_in_flight - n
         chunks: list[tuple[_Seq, int]] = []
         tokens = pairs = context = 0.0
@@ -267,7 +270,7 @@ class _State:
             context += prior
             done += take == left
             budget -= take
-        decode_context = self.base_sum + n * self.counter
+        decode_context = self.base_sum + n * self.counter if n else 0
         return Batch(n, float(decode_context), int(tokens), pairs, context, done), chunks
 
     def _spilled(self, kv_tokens: float) -> float:
@@ -308,12 +311,14 @@ class _State:
     def _advance(self, batch: Batch, k: int) -> float:
         """Run ``k`` iterations of ``batch`` (k > 1 only for decode-only batches); their total time."""
         it = self.e.it
-        if self.grows and self.decoding:
+        waits = batch.decode_seqs == 0 and bool(self.decoding)   # prompts run alone: the decodes wait a turn
+        if self.grows and self.decoding and not waits:
             self._grow_blocks(k)
             n = len(self.decoding)
             batch = Batch(n, float(self.base_sum + n * self.counter),
                           batch.prefill_tokens, batch.prefill_pairs, batch.prefill_context, batch.prefill_done)
-        kv_now = batch.decode_context + batch.prefill_context + batch.prefill_tokens
+        held = float(self.base_sum + len(self.decoding) * self.counter) if waits else batch.decode_context
+        kv_now = held + batch.prefill_context + batch.prefill_tokens
         spilled = self._spilled(kv_now)
         priced, self.priced = self.priced, None
         if priced is not None and priced[0] is batch and spilled == 0.0:
@@ -333,10 +338,11 @@ class _State:
             self.compute_s += (first.compute_s + last.compute_s) * scale
             self.memory_s += (first.memory_s + last.memory_s) * scale
             self.comm_s += (first.comm_s + last.comm_s) * scale
-        n = len(self.decoding)
+        n = 0 if waits else len(self.decoding)
         self.kv_peak = max(self.kv_peak, int(kv_now + k * n))
-        self.max_running = max(self.max_running, n + len(self.prefilling))
-        self.counter += k
+        self.max_running = max(self.max_running, len(self.decoding) + len(self.prefilling))
+        if not waits:
+            self.counter += k                                    # every decoding sequence grew by k tokens
         self.iterations += k
         self.steps += 1
         self.busy_s += total

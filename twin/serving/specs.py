@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.options import AllReduceKernels, BatchScheduler, CustomAllReduceKernels, Distribution, Offload
+from twin.options import (AllReduceKernels, BatchScheduler, CustomAllReduceKernels, Distribution, Offload,
+                          PrefillWithDecode)
 
 # Bytes per stored weight. int4 is weight-only (AWQ/GPTQ style): 4-bit weights with one
 # 16-bit scale per group of 128 (Lin et al. 2024, AWQ, §3: group size 128), 0.5 + 2/128 B.
@@ -46,6 +47,7 @@ class EngineSpec:
     chunked_prefill: bool = True
     prefix_cache: bool = False             # share the KV blocks of ``LoadSpec.prefix_tokens``
     scheduler: BatchScheduler = "no_evict"
+    prefill_with_decode: PrefillWithDecode = "always"   # whether an iteration with prompt tokens runs the decodes too
     offload: Offload = "none"              # "grace": KV and weights may spill to Grace memory over NVLink-C2C
     block_tokens: int = 64                 # tokens per paged-KV block (TensorRT-LLM default tokens_per_block)
     kv_memory_fraction: float = 0.9        # share of the memory left after weights and reserve given to the KV cache
@@ -67,6 +69,13 @@ class EngineSpec:
     custom_all_reduce_max_bytes: float = 0.0
     custom_all_reduce_kernels: CustomAllReduceKernels = "trtllm"   # whose measured kernels (tp_all_reduce.yaml)
     quantised: tuple[str, ...] = ("fp8", "int8", "int4")   # weight precisions the engine has kernels for
+
+    @property
+    def prefill_alone(self) -> bool:
+        """Whether an iteration with prompt tokens runs no decodes: ``prefill_with_decode`` never, or chunked
+        (vLLM's V0 scheduler) without chunked prefill."""
+        return self.prefill_with_decode == "never" or (self.prefill_with_decode == "chunked"
+                                                       and not self.chunked_prefill)
 
 
 @dataclass(frozen=True)
