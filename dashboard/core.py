@@ -84,6 +84,7 @@ class Knobs:
     failures: bool
     failure_profile: str
     workload: str = "training"  # the scenario's workload section; not a knob (serving shows fewer knobs)
+    engine: str = ""            # the serving engine profile (catalog engines.yaml); "" where nothing is served
 
 
 # knob → (dotted scenario key, value written into the scenario; None deletes the key)
@@ -107,11 +108,12 @@ _KNOB_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "checkpoint_min": ("training.checkpoint.interval", lambda v: f"{float(v):g} min" if v else "auto"),
     "failures": ("failures.enabled", bool),
     "failure_profile": ("failures.profile", str),
+    "engine": ("serving.engine.profile", str),
 }
 
 
 # Knobs a serving scenario has (the rest stay at their value and are not shown).
-SERVING_KNOBS = ("node", "nodes", "tensor", "pipeline", "precision", "country", "pue", "gpu_power_cap_w")
+SERVING_KNOBS = ("node", "nodes", "tensor", "pipeline", "precision", "engine", "country", "pue", "gpu_power_cap_w")
 
 
 def knobs_from(scenario: Scenario) -> Knobs:
@@ -142,7 +144,7 @@ def _serving_knobs(scenario: Scenario) -> Knobs:
         pipeline=sv.parallelism.pipeline, data=0, microbatch=1, global_batch=1, schedule="1f1b",
         recompute="selective", zero=1, precision=sv.precision, tokens_billion=1.0, country=scenario.site.country,
         pue=scenario.site.pue, gpu_power_cap_w=c.gpu_power_cap or 0.0, checkpoint_min=0.0, failures=False,
-        failure_profile=scenario.failures.profile, workload="serving",
+        failure_profile=scenario.failures.profile, workload="serving", engine=sv.engine.profile,
     )
 
 

@@ -296,6 +296,9 @@ def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
             else:
                 v["precision"] = select("Precision", "precision", list(core.SERVING_PRECISIONS),
                                         help="weights and GEMMs; int4 is weight-only")
+                v["engine"] = select("Serving engine", "engine", catalog_names("engines"),
+                                     help="an engine release: its scheduler's rules, its costs per iteration and "
+                                          "the validation rows that band its answers (catalog engines.yaml)")
     if training:
         with st.sidebar.expander("Training"):
             v["precision"] = select("Precision", "precision", list(core.PRECISIONS))

@@ -502,6 +502,25 @@ def test_a_serving_deployment_that_does_not_fit_is_explained_on_the_serving_page
     assert not at.get("plotly_chart")
 
 
+def test_the_serving_engine_knob_runs_another_release_and_its_own_band():
+    """The Replica knobs offer every engine profile; vLLM 0.6 in place of TensorRT-LLM 0.13 writes
+    serving.engine.profile, changes the answer and bands it by vLLM's own validation rows."""
+    at = app("serving", "serve-llama70b-h100.yaml")
+    engine = knob(at, "selectbox", "Serving engine")
+    assert engine.value == "tensorrt-llm-0.13" and "vllm-0.6" in engine.options
+    before = metric(at, "Output tokens/s")
+    assert "validation cases (engine trtllm on h100-sxm)" in next(m.help for m in at.metric
+                                                                  if m.label == "Output tokens/s")
+    engine.set_value("vllm-0.6")
+    at.run()
+    assert_clean(at)
+    assert "serving.engine.profile = vllm-0.6" in at.sidebar.caption[-1].value
+    assert metric(at, "Output tokens/s") != before
+    helps = {m.label: m.help for m in at.metric}
+    assert "(3 validation cases (engine vllm on h100-sxm)" in helps["Output tokens/s"]
+    assert "validation cases" not in helps["GPUs used"]
+
+
 def test_job_page_draws_the_data_path_storage_use_and_pue_by_hour():
     at = app("job", "superpod-dc5.yaml")
     assert_clean(at)

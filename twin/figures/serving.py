@@ -13,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from twin.bands import band_line
 from twin.figures.colours import SERIES
 from twin.figures.lazy import make_subplots
 from twin.figures.overview import Metric, co2e, fmt_change, relative_change
@@ -37,6 +38,10 @@ _HEADLINE_VALUES = {
     "Carbon per M tokens": (lambda r: (r.get("carbon_per_million_output_tokens_kg") or {}).get(r.get("country")),
                             True),
 }
+# Headline numbers that carry the record's error band (twin.bands: its serving engine's validation rows) in
+# their help text.
+_BANDED = {"Output tokens/s", "Requests/s", "TTFT p99", "TPOT p99", "Energy per M tokens", "Cost per M tokens",
+           "Carbon per M tokens"}
 
 
 def _metrics(r: dict[str, Any]) -> list[Metric]:
@@ -67,10 +72,11 @@ def headline_metrics(r: dict[str, Any], baseline: dict[str, Any] | None = None) 
         return [Metric("Memory per GPU", f"{fmt_bytes(r['memory_per_gpu_bytes'])} — does not fit"),
                 Metric("GPUs used", f"{r['gpus_used']:,} of {r['gpus_total']:,}")]
     usable = baseline if baseline and baseline.get("requests_per_s") is not None else None
+    band = band_line(r)
     out = []
-    for (value_of, lower), m in zip(_HEADLINE_VALUES.values(), _metrics(r)):
+    for (key, (value_of, lower)), m in zip(_HEADLINE_VALUES.items(), _metrics(r)):
         delta = fmt_change(relative_change(value_of(r), value_of(usable))) if usable else None
-        out.append(Metric(m.label, m.value, m.help, delta, lower))
+        out.append(Metric(m.label, m.value, m.help + (f"; {band}" if band and key in _BANDED else ""), delta, lower))
     return out
 
 
