@@ -76,8 +76,9 @@ def test_every_request_completes_with_its_tokens():
     assert run.requests_per_s > 0
 
 
-def test_clock_jumps_match_iteration_by_iteration():
-    s = spec(rate=30.0, count=200, dist="exponential")
+@pytest.mark.parametrize("prompts", ["always", "never"])
+def test_clock_jumps_match_iteration_by_iteration(prompts):
+    s = spec(rate=30.0, count=200, dist="exponential", engine=EngineSpec(prefill_with_decode=prompts))
     rep = build(s)
     reqs = requests(s.load, 200, 30.0)
     fast = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens).run(reqs)
@@ -136,13 +137,15 @@ def arriving_at_an_iteration_end(engine: ReplicaEngine, reqs: Requests) -> Reque
     return Requests(arrivals, reqs.input_tokens, reqs.output_tokens)
 
 
-@pytest.mark.parametrize("scheduler", ["no_evict", "max_utilization"])
+@pytest.mark.parametrize("scheduler, prompts", [("no_evict", "always"), ("max_utilization", "always"),
+                                                ("max_utilization", "never")])
 @pytest.mark.parametrize("rate", [2.0, 30.0])
-def test_the_event_loop_plays_simpys_run_to_the_last_digit(scheduler, rate):
+def test_the_event_loop_plays_simpys_run_to_the_last_digit(scheduler, prompts, rate):
     """Arrivals tied in time, an arrival at the very end of an iteration, arrivals while an iteration runs
     and an idle engine woken by an arrival: every request's times and every counter as SimPy's processes
-    give them."""
-    engine_spec = EngineSpec(scheduler=scheduler, kv_memory_fraction=0.05 if scheduler == "max_utilization" else 0.9)
+    give them (prompts batched with decodes, or run alone)."""
+    engine_spec = EngineSpec(scheduler=scheduler, kv_memory_fraction=0.05 if scheduler == "max_utilization" else 0.9,
+                             prefill_with_decode=prompts)
     s = spec(rate=rate, count=300, dist="exponential", engine=engine_spec)
     rep = build(s)
     engine = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens)
