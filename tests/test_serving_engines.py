@@ -70,6 +70,20 @@ def test_the_sampler_buffers_of_every_batch_slot_come_out_of_the_kv_cache():
     assert free.kv_capacity_tokens - held.kv_capacity_tokens == pytest.approx(4096 * 128256 * 8 / per_token, abs=1)
 
 
+def test_vllm_gives_the_kv_cache_its_share_of_the_whole_gpu_less_weights_and_reserve():
+    """vLLM: total_gpu_memory · gpu_memory_utilization − peak (weights and the rest); TensorRT-LLM: the fraction
+    of what the weights and the reserve leave. Llama 3 8B in BF16 on one H100 at 0.9: the two differ by
+    0.1 · (W + R) of KV memory, vLLM's the smaller."""
+    vllm, trt = (replica(deployment(e), cluster(), SERVING, TRAINING).memory
+                 for e in (engine_profile("vllm-0.6"), replace(engine_profile("vllm-0.6"), kv_memory_basis="free")))
+    m = vllm
+    assert vllm.kv_hbm_tokens == pytest.approx((0.9 * m.hbm_bytes - m.weights_bytes - m.reserve_bytes)
+                                               / m.kv_bytes_per_token, abs=m.block_tokens)
+    gap = (trt.kv_hbm_tokens - vllm.kv_hbm_tokens) * m.kv_bytes_per_token
+    assert gap == pytest.approx(0.1 * (m.weights_bytes + m.reserve_bytes), abs=2 * m.block_tokens * m.kv_bytes_per_token)
+    assert engine_profile("tensorrt-llm-0.13").kv_memory_basis == "free"
+
+
 def test_batch_one_first_token_includes_the_engine_per_iteration_cost():
     """128-token prompt, batch 1: the first token waits for the engine's host work and launches;
     a profile without them answers sooner, by at least the host work (vLLM 0.6: 4 ms)."""

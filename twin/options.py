@@ -64,6 +64,9 @@ BatchScheduler = Literal["no_evict", "max_utilization"]
 # (vLLM's V0 scheduler), never (SGLang without --enable-mixed-chunk).
 PrefillWithDecode = Literal["always", "chunked", "never"]
 Offload = Literal["none", "grace"]
+# What a serving engine's KV memory fraction is a share of: the memory left after the weights and the reserve
+# (TensorRT-LLM), or the whole GPU's, which then holds them too (vLLM's gpu_memory_utilization).
+KVMemoryBasis = Literal["free", "total"]
 # Tensor-parallel all-reduce kernels of a serving engine: its own one-/two-shot kernels over NVLink, or NCCL.
 AllReduceKernels = Literal["custom", "nccl"]
 CustomAllReduceKernels = Literal["trtllm", "vllm"]   # catalog tp_all_reduce.yaml

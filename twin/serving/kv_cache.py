@@ -8,9 +8,11 @@ Per GPU of a replica with tensor parallelism ``t`` and pipeline parallelism ``p`
 - reserve: the CUDA context and runtime (``RUNTIME_CONTEXT_BYTES``), the activation
   workspace of one iteration of ``max_tokens_in_flight`` tokens, and the sampler's buffers
   for ``max_batch`` sequences over the vocabulary (``decoder_bytes``);
-- KV cache: ``kv_memory_fraction`` of what remains (TensorRT-LLM's
-  ``kv_cache_free_gpu_mem_fraction``, vLLM's ``gpu_memory_utilization``), in blocks of
-  ``block_tokens`` tokens. One token holds ``2 · layers/p · max(1, kv_heads/t) ·
+- KV cache: ``kv_memory_fraction`` of what remains (``kv_memory_basis`` free: TensorRT-LLM's
+  ``kv_cache_free_gpu_mem_fraction``), or that fraction of the GPU's memory less the weights
+  and the reserve (``total``: vLLM's ``gpu_memory_utilization``, ``total_gpu_memory ·
+  gpu_memory_utilization − peak_memory`` in its worker; SGLang's ``mem_fraction_static``), in
+  blocks of ``block_tokens`` tokens. One token holds ``2 · layers/p · max(1, kv_heads/t) ·
   head_dim`` elements (K and V) at the KV precision.
 
 With ``offload: grace`` a GH200's Grace memory extends both: weights that do not fit in
@@ -47,6 +49,7 @@ class MemoryPlan:
     host_bytes: float                  # Grace memory usable with offload (0 without)
     kv_memory_fraction: float
     block_tokens: int
+    kv_memory_basis: str = "free"      # what kv_memory_fraction is a share of (EngineSpec.kv_memory_basis)
 
     @property
     def weights_in_hbm_bytes(self) -> float:
@@ -68,7 +71,10 @@ class MemoryPlan:
 
     @property
     def kv_hbm_tokens(self) -> int:
-        """KV tokens held in HBM: the fraction of free memory, in whole blocks."""
+        """KV tokens held in HBM: the fraction of free memory, or of the whole memory less what else it holds, in
+        whole blocks."""
+        if self.kv_memory_basis == "total":
+            return self._tokens(max(0.0, self.free_hbm_bytes - (1.0 - self.kv_memory_fraction) * self.hbm_bytes))
         return self._tokens(max(0.0, self.free_hbm_bytes) * self.kv_memory_fraction)
 
     @property
@@ -149,4 +155,5 @@ def memory_plan(model: ModelSpec, gpu: GPUSpec, precision: str, kv_precision: st
         host_bytes=host,
         kv_memory_fraction=engine.kv_memory_fraction,
         block_tokens=engine.block_tokens,
+        kv_memory_basis=engine.kv_memory_basis,
     )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.options import (AllReduceKernels, BatchScheduler, CustomAllReduceKernels, Distribution, Offload,
-                          PrefillWithDecode)
+from twin.options import (AllReduceKernels, BatchScheduler, CustomAllReduceKernels, Distribution, KVMemoryBasis,
+                          Offload, PrefillWithDecode)
 
 # Bytes per stored weight. int4 is weight-only (AWQ/GPTQ style): 4-bit weights with one
 # 16-bit scale per group of 128 (Lin et al. 2024, AWQ, §3: group size 128), 0.5 + 2/128 B.
@@ -51,6 +51,7 @@ class EngineSpec:
     offload: Offload = "none"              # "grace": KV and weights may spill to Grace memory over NVLink-C2C
     block_tokens: int = 64                 # tokens per paged-KV block (TensorRT-LLM default tokens_per_block)
     kv_memory_fraction: float = 0.9        # share of the memory left after weights and reserve given to the KV cache
+    kv_memory_basis: KVMemoryBasis = "free"  # or "total": the fraction is of the GPU's memory, weights and reserve in it
     decoder_bytes_per_logit: float = 0.0   # bytes the sampler keeps per batch slot and vocabulary entry, for all
                                            # max_batch slots (penalised logits, occurrence counts): part of the reserve
     # What an engine release adds to every iteration (catalog engines.yaml; twin.serving.profiles).
