@@ -112,10 +112,6 @@ _KNOB_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
-# Knobs a serving scenario has (the rest stay at their value and are not shown).
-SERVING_KNOBS = ("node", "nodes", "tensor", "pipeline", "precision", "engine", "country", "pue", "gpu_power_cap_w")
-
-
 def knobs_from(scenario: Scenario) -> Knobs:
     """The knob values a scenario implies."""
     if scenario.serving is not None:

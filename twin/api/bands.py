@@ -38,15 +38,9 @@ def scenario_calibration(scenario: Scenario) -> Calibration:
     if scenario.training is not None:
         stack = scenario.training.stack
         return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
-    return calibration_of(scenario, "serving", gpu, serving_engine(scenario.serving.engine.profile))
+    from twin.serving.profiles import engine_family     # the serving twin's catalog: only for a serving answer
 
-
-def serving_engine(profile: str) -> str:
-    """The engine whose validation rows band a serving answer (twin/validation/cases/serving): the family of
-    the engine profile it runs (``serving.profiles.engine_family``)."""
-    from twin.serving.profiles import engine_family
-
-    return engine_family(profile)
+    return calibration_of(scenario, "serving", gpu, engine_family(scenario.serving.engine.profile))
 
 
 def calibrated(result: R, scenario: Scenario) -> R:

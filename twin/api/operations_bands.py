@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from twin.api.bands import calibration_of, serving_engine
+from twin.api.bands import calibration_of
 from twin.bands import Calibration, Edges
 from twin.cores import split_map
 from twin.engine.step import StepBreakdown
@@ -29,6 +29,7 @@ from twin.results import OperationsResult
 from twin.results.core import serialise
 from twin.results.operations import HEADLINE_FIELDS
 from twin.scenario import Scenario, Training
+from twin.serving.profiles import engine_family
 from twin.workload.placement import Placement
 
 # How the edges are played, as the record's ``band.method`` says it.
@@ -47,7 +48,7 @@ def template_bands(scenario: Scenario, gpu: str, trainings: dict[str, Training],
         stack = training.stack if isinstance(training.stack, str) else training.stack.name
         bands[name] = calibration_of(scenario, "training", gpu, stack)
     for name, profile in services.items():
-        bands[name] = calibration_of(scenario, "serving", gpu, serving_engine(profile))
+        bands[name] = calibration_of(scenario, "serving", gpu, engine_family(profile))
     return bands
 
 

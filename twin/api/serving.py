@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from twin.api.bands import calibration_of, serving_engine
+from twin.api.bands import calibration_of
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.bands import Calibration
 from twin.calibration import Efficiency, ServingEfficiency
@@ -25,6 +25,7 @@ from twin.serving.capacity import capacity as capacity_search
 from twin.serving.capacity import Capacity, Sizing, sizing
 from twin.serving.deployment import (Replica, ServingRun, ServingSpec, fitting_changes, memory_problem, replica,
                                      simulate)
+from twin.serving.profiles import engine_family
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def simulate_serving(scenario: Scenario) -> ServingResult:
 
 def _band(scenario: Scenario, d: Deployment) -> Calibration:
     """The serving band of a deployment: its engine's validation rows on its GPU (or the site profile)."""
-    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, serving_engine(d.spec.engine.profile))
+    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, engine_family(d.spec.engine.profile))
 
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:

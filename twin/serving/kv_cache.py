@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from twin.hardware.specs import GPUSpec
+from twin.options import KVMemoryBasis
 from twin.serving.specs import KV_BYTES, WEIGHT_BYTES, EngineSpec
 from twin.workload.model import ModelSpec
 from twin.workload.plan import stage_layers
@@ -49,7 +50,7 @@ class MemoryPlan:
     host_bytes: float                  # Grace memory usable with offload (0 without)
     kv_memory_fraction: float
     block_tokens: int
-    kv_memory_basis: str = "free"      # what kv_memory_fraction is a share of (EngineSpec.kv_memory_basis)
+    kv_memory_basis: KVMemoryBasis = "free"   # what kv_memory_fraction is a share of (EngineSpec.kv_memory_basis)
 
     @property
     def weights_in_hbm_bytes(self) -> float:

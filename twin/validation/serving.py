@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from importlib import resources
 
 import numpy as np
@@ -77,15 +78,15 @@ class ServingCase:
     output_tokens: int
     published: float
     role: str
-    engine: str = "tensorrt-llm-0.13"   # the engine profile the source ran (catalog engines.yaml)
+    engine: str                          # the engine profile the source ran (catalog engines.yaml)
+    source: str                          # the case file's name for its rows (their ids begin with it)
+    held_out: str | None                 # the report group of every row of the file, where it names one
     max_batch: int | None = None         # the source's batch limit where the row sets one
     metric: str = "output_tokens_per_s"  # what ``published`` measures (``SERVING_METRICS``)
     rate_per_s: float | None = None      # Poisson arrivals; None: offline (every request at t = 0)
     requests: int = 0                    # requests the source sent; 0: ``REQUESTS``
     lengths: tuple[LengthSpec, LengthSpec] | None = None   # (input, output) drawn as a dataset gives them;
                                                            # None: fixed at input_tokens and output_tokens
-    source: str = "trtllm-0.13"          # the case file's name for its rows (their ids begin with it)
-    held_out: str | None = None          # the report group of every row of the file, where it names one
 
     @property
     def kind(self) -> str:
@@ -184,10 +185,10 @@ def _group(name: str, description: str, members: list[ServingOutcome]) -> Servin
 
 def load_cases(name: str = CASE_FILES[0]) -> tuple[EngineSpec, list[ServingCase]]:
     """The engine settings and the rows of one case file (``CASE_FILES``)."""
-    data = load_yaml(_case_text(name))
+    data = _case_data(name)
     settings = dict(data["engine"])
     engine = replace(engine_profile(settings.pop("profile")), **settings)
-    common = {"engine": engine.profile, "source": data.get("id_prefix", "trtllm-0.13"), "held_out": data.get("group")}
+    common = {"engine": engine.profile, "source": data["id_prefix"], "held_out": data.get("group")}
     if "lengths" not in data:
         return engine, [ServingCase(model, gpu, precision, int(tensor), *(int(x) for x in lengths.split("/")),
                                     float(published), role, **common)
@@ -207,12 +208,13 @@ def load_cases(name: str = CASE_FILES[0]) -> tuple[EngineSpec, list[ServingCase]
 
 def sources() -> list[str]:
     """Each case file's source, as it names it, and where its rows are."""
-    return [f"{load_yaml(_case_text(name))['source']} (rows in twin/validation/cases/serving/{name})"
-            for name in CASE_FILES]
+    return [f"{_case_data(name)['source']} (rows in twin/validation/cases/serving/{name})" for name in CASE_FILES]
 
 
-def _case_text(name: str) -> str:
-    return resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8")
+@lru_cache(maxsize=None)
+def _case_data(name: str) -> dict:
+    """One case file, read once per process (treat it as read-only)."""
+    return load_yaml(resources.files("twin.validation").joinpath("cases", "serving", name).read_text(encoding="utf-8"))
 
 
 def case_replica(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficiency | None = None,
