@@ -39,9 +39,8 @@ _HEADLINE_VALUES = {
                             True),
 }
 # Headline numbers that carry the record's error band (twin.bands: its serving engine's validation rows) in
-# their help text.
-_BANDED = {"Output tokens/s", "Requests/s", "TTFT p99", "TPOT p99", "Energy per M tokens", "Cost per M tokens",
-           "Carbon per M tokens"}
+# their help text: all but the verdict, the GPU count and the power, which no validation row measures.
+_BANDED = set(_HEADLINE_VALUES) - {"SLO", "GPUs used", "Power (IT)"}
 
 
 def _metrics(r: dict[str, Any]) -> list[Metric]:

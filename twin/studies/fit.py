@@ -216,13 +216,8 @@ def _fastest(prepared: Prepared, plans: list[tuple], passes: list[float]) -> int
     return best
 
 
-# A plan's settings but its ZeRO stage, read at once (``_but_zero``).
-_BUT_ZERO = attrgetter(*(f.name for f in fields(ParallelPlan) if f.name != "zero"))
-
-
-def _but_zero(plan: ParallelPlan) -> tuple:
-    """The plan's settings but its ZeRO stage: what its ``plan_passes_floor_s`` depends on of it."""
-    return _BUT_ZERO(plan)
+# The plan's settings but its ZeRO stage, as one tuple: what its ``plan_passes_floor_s`` depends on of it.
+_but_zero = attrgetter(*(f.name for f in fields(ParallelPlan) if f.name != "zero"))
 
 
 def _cost(row: FitRow, country: str) -> tuple[bool, float]:

@@ -32,6 +32,7 @@ from twin.hardware.specs import ClusterSpec, FabricSpec, StorageSpec, node_spec
 from twin.serving.deployment import Replica, ServingSpec, replica, simulate
 from twin.serving.profiles import engine_profile
 from twin.serving.specs import EngineSpec, LengthSpec, LoadSpec, SLOSpec
+from twin.units import SECONDS_PER_MS
 from twin.workload.model import model_spec
 
 # The server each GPU of the cases runs in (the source's systems: DGX H100, DGX H200, DGX A100,
@@ -239,7 +240,8 @@ def run_case(case: ServingCase, engine: EngineSpec, efficiency: ServingEfficienc
     if rep.memory.kv_blocks * engine.block_tokens < case.input_tokens + case.output_tokens:
         return ServingOutcome(case, math.nan, math.nan)
     result = simulate(spec, rep)
-    predicted = result.output_tokens_per_s if case.metric == "output_tokens_per_s" else 1e3 * result.tpot_s.p50
+    predicted = (result.output_tokens_per_s if case.metric == "output_tokens_per_s"
+                 else result.tpot_s.p50 / SECONDS_PER_MS)
     return ServingOutcome(case, predicted, predicted / case.published - 1.0)
 
 
