@@ -449,7 +449,7 @@ def _rates(b: Built, step: StepBreakdown) -> dict[str, float]:
     hardware_tflops = hardware_flops / step.step_s / plan.gpus / 1e12
     return {"tokens_per_s": plan.tokens_per_step / step.step_s, "model_tflops_per_gpu": model_tflops,
             "hardware_tflops_per_gpu": hardware_tflops, "mfu": model_tflops * 1e12 / peak,
-            "hfu": hardware_tflops * 1e12 / peak}
+            "hfu": hardware_tflops * 1e12 / peak, "peak_tflops_per_gpu": peak / 1e12}
 
 
 def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = None) -> TrainingResult:
@@ -467,6 +467,7 @@ def _result(b: Built, step: StepBreakdown, iteration: IterationResult | None = N
     warnings.extend(pw.warnings)
     return TrainingResult(
         scenario=sc.name, gpus_total=cluster.gpus, gpus_used=plan.gpus, step_time_s=step.step_s, **rates,
+        precision=tr.precision,
         memory_per_gpu_bytes=b.memory.total_bytes, memory_capacity_bytes=gpu.memory_bytes,
         memory_fits=b.memory.required_bytes <= gpu.memory_bytes, ideal_time_to_train_s=ideal_s,
         time_to_train_s=job.time_s, gpu_hours=plan.gpus * job.time_s / SECONDS_PER_HOUR,

@@ -43,8 +43,16 @@ def _step_lines(r: dict[str, Any]) -> list[str]:
     out.append(f"              {parts}")
     out.append(f"Throughput    {fmt_number(r['tokens_per_s'])} tokens/s ({fmt_number(r['tokens_per_s_per_gpu'])} tokens/s/GPU); "
                f"{r['model_tflops_per_gpu']:.0f} TFLOP/s/GPU model, {r['hardware_tflops_per_gpu']:.0f} TFLOP/s/GPU "
-               f"hardware; MFU {r['mfu']:.1%}")
+               f"hardware; MFU {r['mfu']:.1%}{_peak(r)}")
     return out
+
+
+def _peak(r: dict[str, Any]) -> str:
+    """What the MFU is a fraction of: the training precision's dense peak per GPU (records written before it say
+    nothing)."""
+    if "peak_tflops_per_gpu" not in r:
+        return ""
+    return f" of the {r['precision']} dense peak ({r['peak_tflops_per_gpu']:,.0f} TFLOP/s/GPU)"
 
 
 def _job_lines(r: dict[str, Any]) -> list[str]:

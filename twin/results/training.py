@@ -105,6 +105,8 @@ class TrainingResult(Result):
     model_tflops_per_gpu: float
     hardware_tflops_per_gpu: float
     mfu: float
+    precision: str                   # the training precision, whose dense peak MFU is measured against
+    peak_tflops_per_gpu: float       # that dense peak, TFLOP/s (fp32 training: the TF32 tensor peak)
     memory_per_gpu_bytes: float
     memory_capacity_bytes: float
     memory_fits: bool
