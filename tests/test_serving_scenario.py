@@ -170,6 +170,29 @@ def test_compared_deployments_inherit_what_they_do_not_write():
     assert no_mig.mig is None and no_mig.memory.hbm_bytes == pytest.approx(80 * 2**30)
 
 
+def test_a_rate_above_the_saturated_throughput_is_not_sustained_however_the_run_went():
+    """Above the throughput it completes when saturated, a deployment's queue grows without bound: its p99 TTFT
+    grows with the length of the run, which is what ``sustained`` false says; below it, it does not grow."""
+    r = answer().to_dict()
+    saturated = r["saturated_requests_per_s"]
+    assert r["sustained"] is True and saturated > 10.0
+    assert r["saturated_requests_per_s"] == pytest.approx(
+        capacity(parse_scenario(scenario())).to_dict()["offline_requests_per_s"])
+
+    def p99_ttft(rate, requests):
+        return answer(**{"serving.load.rate": f"{rate}/s", "serving.load.requests": requests}).to_dict()
+
+    over = p99_ttft(1.25 * saturated, 300)
+    assert over["sustained"] is False
+    assert any("not sustained" in w and "python -m twin capacity" in w for w in over["warnings"])
+    assert p99_ttft(1.25 * saturated, 1200)["ttft_s"]["p99"] > 2 * over["ttft_s"]["p99"]
+    under = p99_ttft(0.5 * saturated, 300)
+    assert under["sustained"] is True and not any("sustained" in w for w in under["warnings"])
+    assert p99_ttft(0.5 * saturated, 1200)["ttft_s"]["p99"] < 2 * under["ttft_s"]["p99"]
+    offline = answer(**{"serving.load.rate": "offline"}).to_dict()
+    assert offline["sustained"] is None and offline["saturated_requests_per_s"] is None
+
+
 def test_capacity_is_within_the_slo_and_sizes_a_target():
     sc = parse_scenario(scenario())
     cap = capacity(sc, target_rate_per_s=100.0).to_dict()
@@ -194,6 +217,7 @@ def test_run_prints_a_serving_summary_and_json(tmp_path):
     assert out.returncode == 0, out.stderr
     for needle in ("TTFT", "TPOT", "requests/s", "output tokens/s", "Wh", "CO2e", "EUR", "two ranks", "SLO"):
         assert needle in out.stdout
+    assert "not sustained" not in out.stdout
     record = json.loads(twin("run", str(path), "--json").stdout)
     assert record["workload"] == "serving" and record["alternatives"][0]["label"] == "two ranks"
 

@@ -22,7 +22,7 @@ from twin.power.site import SiteSpec
 from twin.results import CapacityResult, ServingResult
 from twin.scenario import Scenario
 from twin.serving.capacity import capacity as capacity_search
-from twin.serving.capacity import Capacity, Sizing, sizing
+from twin.serving.capacity import Capacity, Sizing, saturated_rate_per_s, sizing
 from twin.serving.deployment import (Replica, ServingRun, ServingSpec, fitting_changes, memory_problem, replica,
                                      simulate)
 from twin.serving.profiles import engine_family
@@ -86,7 +86,7 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
     node, site = cluster.node, site_of(scenario.site, cluster.node)
     problem = memory_problem(spec, rep.memory)
     warnings, advice = [f"{d.where}: {site.price_warning}"] if site.price_warning else [], []
-    run = power = None
+    run = power = saturated = None
     if problem:
         advice = fitting_changes(spec, node.gpu, node.gpus)
         warnings.append(f"{d.where}: does not fit: {problem}; "
@@ -98,6 +98,14 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
             warnings.append(f"{d.where}: the SLO is not met at {_rate(run.rate_per_s)}: p99 TTFT "
                             f"{run.ttft_s.p99:.3g} s, p99 TPOT {run.tpot_s.p99 * 1e3:.3g} ms; "
                             "python -m twin capacity gives the highest rate that meets it")
+        if run.rate_per_s is not None:
+            saturated = saturated_rate_per_s(spec, rep)
+            if run.rate_per_s > saturated:
+                warnings.append(f"{d.where}: {_rate(run.rate_per_s)} is more than the "
+                                f"{saturated:.3g} requests/s it completes when saturated, so it is not sustained: a "
+                                "queue that a burst builds never drains, which a run of "
+                                f"{_count(spec.load.requests, 'request')} may not show; python -m twin capacity "
+                                "gives the highest rate it sustains within the SLO")
     idle = cluster.gpus - rep.gpus_used
     if idle > 0:
         unit = "MIG instance" if rep.profile else "GPU"
@@ -111,7 +119,7 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
         mig=spec.mig, precision=spec.precision, kv_cache=spec.kv_cache, tensor=spec.tensor, pipeline=spec.pipeline,
         replicas=rep.replicas, devices_per_replica=rep.devices, gpus_total=cluster.gpus, gpus_used=rep.gpus_used,
         instances_used=rep.devices_used, memory=rep.memory, memory_fits=problem is None,
-        rate_per_s=spec.load.rate_per_s, slo=spec.slo,
+        rate_per_s=spec.load.rate_per_s, slo=spec.slo, saturated_requests_per_s=saturated,
         country=site.country, pue=site.pue, run=run, power=power, memory_advice=advice, warnings=warnings,
         sources=sources, api_comparison=_apis(spec, power),
     )

@@ -25,13 +25,21 @@ def _memory_lines(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _verdict(r: dict[str, Any]) -> str:
+    """The SLO over the run, and whether the offered rate is sustained (``sustained``: not above the rate the
+    deployment completes when saturated)."""
+    return ("met" if r["slo_met"] else "NOT met") + (", not sustained" if r["sustained"] is False else "")
+
+
 def _run_lines(r: dict[str, Any]) -> list[str]:
     """Throughput, latency, the SLO, the engine and power of a deployment that ran."""
     out = [f"Throughput    {r['requests_per_s']:,.2f} requests/s, {r['output_tokens_per_s']:,.0f} output tokens/s, "
            f"{r['tokens_per_s']:,.0f} tokens/s in and out"]
     out.append(f"Latency       P50 / P90 / P99: TTFT {triple(r['ttft_s'])}; TPOT {triple(r['tpot_s'])}; "
                f"end to end {triple(r['e2e_latency_s'])}")
-    out.append(f"SLO           {'met' if r['slo_met'] else 'NOT met'}")
+    out.append(f"SLO           {_verdict(r)}" + ("" if r["sustained"] is not False else
+               f": {r['rate_per_s']:.3g} requests/s is more than the {r['saturated_requests_per_s']:.3g} "
+               "requests/s it completes when saturated, so a queue that builds never drains"))
     e = r["engine"]
     out.append(f"Engine        {e['iterations']:,} iterations ({e['clock_advances']:,} clock advances); up to "
                f"{e['max_running']:,} sequences in flight; busy {e['busy_fraction']:.0%}; "
@@ -81,7 +89,7 @@ def _comparison_row(r: dict[str, Any]) -> list[str]:
         return [r["label"], f"{r['gpus_used']:,}", "does not fit", "", "", "", "", "", ""]
     cost = r["cost_per_million_output_tokens_eur"].get(site)
     return [r["label"], f"{r['gpus_used']:,}", f"{r['output_tokens_per_s']:,.0f}", ms(r["ttft_s"]["p99"]),
-            ms(r["tpot_s"]["p99"]), "met" if r["slo_met"] else "NOT met",
+            ms(r["tpot_s"]["p99"]), _verdict(r),
             fmt_energy_kwh(r['energy_per_million_output_tokens_kwh']), fmt_money_eur(cost),
             fmt_co2e_kg(r['carbon_per_million_output_tokens_kg'][site])]
 

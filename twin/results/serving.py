@@ -79,6 +79,8 @@ def _per_million(r: ServingResult) -> dict[str, Any]:
         "cost_eur": serving_cost_record(pw),
         "avg_power_it_w": pw.avg_power_it_w if pw else None,
         "slo_met": bool(r.run.slo_met) if r.run else False,
+        "saturated_requests_per_s": r.saturated_requests_per_s,
+        "sustained": None if r.saturated_requests_per_s is None else r.rate_per_s <= r.saturated_requests_per_s,
         "schema_version": SCHEMA_VERSION,
     }
 
@@ -132,6 +134,9 @@ class ServingResult(Compared):
     gpus_used: int                   # physical GPUs the replicas occupy
     slo: SLOSpec
     rate_per_s: float | None         # offered arrival rate, whole deployment (None: offline)
+    # its throughput with the queue never empty (``capacity.saturated_rate_per_s``); None offline or when it
+    # does not fit. An offered rate above it is not sustained.
+    saturated_requests_per_s: float | None = None
     model: str = grouped("deployment")
     node: str = grouped("deployment")
     gpu: str = grouped("deployment")
