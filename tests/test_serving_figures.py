@@ -13,9 +13,10 @@ from twin.figures import serving
 RECORD = Path(__file__).parent / "data" / "records" / "serve-8b-l4-vs-mig.json.gz"
 
 
-def _point(rate: float, tok_s: float, tpot_p50: float) -> dict:
-    return {"rate_per_s": rate, "requests_per_s": rate, "output_tokens_per_s": tok_s, "slo_met": True,
-            "ttft_s": {"p50": 0.1, "p90": 0.2, "p99": 0.3}, "tpot_s": {"p50": tpot_p50, "p90": 0.05, "p99": 0.06}}
+def _point(rate: float, tok_s: float, tpot_p50: float, requests: int = 1000) -> dict:
+    return {"rate_per_s": rate, "requests": requests, "requests_per_s": rate, "output_tokens_per_s": tok_s,
+            "slo_met": True, "ttft_s": {"p50": 0.1, "p90": 0.2, "p99": 0.3},
+            "tpot_s": {"p50": tpot_p50, "p90": 0.05, "p99": 0.06}}
 
 
 def _capacity() -> dict:
@@ -31,6 +32,17 @@ def test_the_slo_label_sits_at_its_line_on_the_log_axis():
     fig = serving.latency_throughput_figure(_capacity())
     slo = [a for a in fig.layout.annotations if a.text == "SLO"]
     assert sorted(a.y for a in slo) == [math.log10(100.0), math.log10(1000.0)]
+
+
+def test_each_trial_length_is_its_own_curve_and_the_scenarios_own_trials_draw_the_trade_off():
+    """Trials of 1,000 and 4,000 requests (a capacity lengthened once): one curve each on both latency panels,
+    named by their length; the per-GPU trade-off keeps the 1,000-request trials alone."""
+    cap = _capacity()
+    cap["sweep"] = cap["sweep"] + [_point(3.0, 2500.0, 0.04, requests=4000)]
+    fig = serving.latency_throughput_figure(cap)
+    assert sorted({t.name for t in fig.data}) == ["1,000 requests a trial", "4,000 requests a trial"]
+    assert len(fig.data) == 4 and sum(t.showlegend for t in fig.data) == 2
+    assert list(serving.per_gpu_per_user_figure(cap).data[0].y) == [100.0, 400.0]
 
 
 def test_tokens_per_gpu_against_tokens_per_user_for_every_deployment():

@@ -206,6 +206,27 @@ def test_capacity_is_within_the_slo_and_sizes_a_target():
     assert mig["per_gpu_rate_per_s"] == pytest.approx(4 * mig["per_replica_rate_per_s"])
 
 
+def test_capacity_lengthens_its_trials_until_a_longer_run_confirms_it(monkeypatch):
+    """Over the scenario's 1,000 requests a trial, a rate meets the SLO that a run of 16,000 misses: the search
+    goes on with longer trials, and its answer meets the SLO over that many requests, where the rate found over
+    1,000 does not. Stopped at 1,000 requests a trial, the search says it has not converged."""
+    sc = parse_scenario(scenario(**{"serving.load.requests": 1000}))
+    cap = capacity(sc).to_dict()
+    n = cap["requests_per_trial"]
+    assert cap["converged"] and n >= 4 * 1000 and math.log(n / 1000, 4).is_integer()
+    assert {p["requests"] for p in cap["sweep"]} >= {1000, n}
+
+    def over(rate, requests):
+        return answer(**{"serving.load.rate": f"{rate}/s", "serving.load.requests": requests}).to_dict()["slo_met"]
+
+    assert over(cap["rate_per_s"], n)
+    monkeypatch.setattr("twin.serving.capacity.MAX_TRIAL_REQUESTS", 1000)
+    short = capacity(sc).to_dict()
+    assert not short["converged"] and short["requests_per_trial"] == 1000
+    assert any("not converged" in w for w in short["warnings"])
+    assert short["rate_per_s"] > cap["rate_per_s"] and not over(short["rate_per_s"], n)
+
+
 # -- the command line ---------------------------------------------------------------------------
 
 

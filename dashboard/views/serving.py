@@ -50,7 +50,9 @@ def render(ctx: Context) -> None:
     elif cap is not None:
         st.subheader("Latency against throughput")
         st.caption("Each point is the deployment at one offered rate (the capacity search's trials and a sweep "
-                   "from light load to past saturation); green points meet the SLO (dashed lines).")
+                   "from light load to past saturation); green points meet the SLO (dashed lines). Where the "
+                   "capacity found over the scenario's requests misses the SLO over a run four times longer, the "
+                   "search goes on with longer trials: one curve per trial length.")
         missing = ("the deployment does not fit (see the warning above)" if not cap["memory_fits"] else
                    "no SLO in the scenario (serving.slo): the capacity is the saturated throughput")
         figure("Latency against throughput", serving.latency_throughput_figure, cap, available=bool(cap["sweep"]),

@@ -22,7 +22,7 @@ from twin.power.site import SiteSpec
 from twin.results import CapacityResult, ServingResult
 from twin.scenario import Scenario
 from twin.serving.capacity import capacity as capacity_search
-from twin.serving.capacity import Capacity, Sizing, saturated_rate_per_s, sizing
+from twin.serving.capacity import LENGTHEN, MAX_TRIAL_REQUESTS, Sizing, saturated_rate_per_s, sizing
 from twin.serving.deployment import (Replica, ServingRun, ServingSpec, fitting_changes, memory_problem, replica,
                                      simulate)
 from twin.serving.profiles import engine_family
@@ -189,15 +189,15 @@ def _capacity(scenario: Scenario, d: Deployment, target_rate_per_s: float | None
     if size is not None and size.replicas > rep.replicas:
         warnings.append(f"{d.where}: {_rate(target_rate_per_s)} needs {size.replicas:,} replicas; the cluster "
                         f"holds {rep.replicas:,}")
-    best = _at_capacity(cap)
+    if cap is not None and not cap.converged:
+        warnings.append(f"{d.where}: the capacity is not converged: it meets the SLO over "
+                        f"{_count(cap.requests_per_trial, 'request')} a trial, and trials of "
+                        f"{_count(cap.requests_per_trial * LENGTHEN, 'request')} would pass the "
+                        f"{MAX_TRIAL_REQUESTS:,} the search allows; over longer runs it may be lower")
+    best = cap.at_capacity if cap else None
     power = None if best is None else _power(d, site_of(scenario.site, d.cluster.node), best)
     apis = _apis(d.spec, power, cap.rate_per_s if cap else None)
     return CapacityResult(scenario=scenario.name, label=d.label, capacity=cap, replicas=rep.replicas,
                           devices_per_replica=rep.devices, instances_per_gpu=instances, slo=d.spec.slo,
                           sizing=size, warnings=warnings, power=power, api_comparison=apis)
 
-
-def _at_capacity(cap: Capacity | None) -> ServingRun | None:
-    """The trial at the capacity rate (the fastest that meets the SLO), for its cost; None without one."""
-    met = [run for run in (cap.sweep if cap else ()) if run.slo_met and run.rate_per_s is not None]
-    return max(met, key=lambda run: run.rate_per_s) if met else None

@@ -111,21 +111,35 @@ def _slo_line(fig: go.Figure, limit_ms: float, col: int) -> None:
                        font={"color": SLO_COLOUR})
 
 
+def _by_length(sweep: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """The trials of a capacity search by their requests, shortest first (each length its own curve: the p99
+    of a longer run meets bursts a shorter one misses)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for p in sweep:
+        out.setdefault(p["requests"], []).append(p)
+    return dict(sorted(out.items()))
+
+
 def latency_throughput_figure(capacity: dict[str, Any]) -> go.Figure:
-    """p99 TTFT and p99 TPOT against output tokens/s at each swept arrival rate, the SLO as lines."""
-    sweep = capacity["sweep"]
+    """p99 TTFT and p99 TPOT against output tokens/s at each swept arrival rate, one curve per trial length,
+    the SLO as lines."""
     slo = capacity["slo"]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Time to first token, p99", "Time per output token, p99"))
-    x = [p["output_tokens_per_s"] for p in sweep]
-    colours = [MET if p["slo_met"] else MISSED for p in sweep]
-    text = [f"{fmt_number(p['rate_per_s'])} req/s offered" for p in sweep]
-    for col, (key, limit) in enumerate((("ttft_s", slo["ttft_p99_s"]), ("tpot_s", slo["tpot_p99_s"])), start=1):
-        y = [p[key]["p99"] * MS for p in sweep]
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", marker={"color": colours, "size": 9},
-                                 line={"color": "#999999"}, text=text, showlegend=False,
-                                 hovertemplate=f"%{{text}}<br>%{{x:{D3_NUMBER}}} output tok/s<br>"
-                                               f"%{{y:{D3_NUMBER}}} ms<extra></extra>"),
-                      row=1, col=col)
+    lengths = _by_length(capacity["sweep"])
+    for k, (requests, sweep) in enumerate(lengths.items()):
+        x = [p["output_tokens_per_s"] for p in sweep]
+        colours = [MET if p["slo_met"] else MISSED for p in sweep]
+        text = [f"{fmt_number(p['rate_per_s'])} req/s offered, {requests:,} requests" for p in sweep]
+        for col, key in enumerate(("ttft_s", "tpot_s"), start=1):
+            fig.add_trace(go.Scatter(x=x, y=[p[key]["p99"] * MS for p in sweep], mode="lines+markers",
+                                     marker={"color": colours, "size": 9, "symbol": k % 8},
+                                     line={"color": SERIES[k % len(SERIES)]}, text=text,
+                                     name=f"{requests:,} requests a trial", legendgroup=str(requests),
+                                     showlegend=col == 1 and len(lengths) > 1,
+                                     hovertemplate=f"%{{text}}<br>%{{x:{D3_NUMBER}}} output tok/s<br>"
+                                                   f"%{{y:{D3_NUMBER}}} ms<extra></extra>"),
+                          row=1, col=col)
+    for col, limit in enumerate((slo["ttft_p99_s"], slo["tpot_p99_s"]), start=1):
         if limit is not None:
             _slo_line(fig, limit * MS, col)
         fig.update_xaxes(title_text="output tokens/s", tickformat=D3_NUMBER, row=1, col=col)
@@ -140,7 +154,8 @@ def per_gpu_per_user_figure(capacity: dict[str, Any]) -> go.Figure:
     fig = go.Figure()
     for i, x in enumerate([capacity, *(capacity.get("alternatives") or [])]):
         gpus = x["replicas"] * x["gpus_per_replica"]
-        points = [p for p in x.get("sweep") or [] if p["tpot_s"]["p50"]]
+        shortest = next(iter(_by_length(x.get("sweep") or []).values()), [])   # the scenario's own trials
+        points = [p for p in shortest if p["tpot_s"]["p50"]]
         if not points or not gpus:
             continue
         fig.add_trace(go.Scatter(
@@ -200,5 +215,6 @@ def capacity_rows(capacity: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"deployment": x["label"], "deployment [req/s]": fmt_number(x["rate_per_s"]), "replicas": x["replicas"],
              "per replica [req/s]": fmt_number(x["per_replica_rate_per_s"]),
              "per GPU [req/s]": fmt_number(x["per_gpu_rate_per_s"]),
-             "offline [req/s]": fmt_number(x["offline_requests_per_s"])}
+             "offline [req/s]": fmt_number(x["offline_requests_per_s"]),
+             "SLO met over [requests]": x["requests_per_trial"]}
             for x in [capacity, *(capacity.get("alternatives") or [])]]

@@ -11,9 +11,10 @@ from twin.report.format import ms, rate, slo, table
 
 def _capacity_row(r: dict[str, Any]) -> list[str]:
     if not r["memory_fits"]:
-        return [r["label"], "does not fit", "", "", ""] + ([""] if r["target"] else [])
+        return [r["label"], "does not fit", "", "", "", ""] + ([""] if r["target"] else [])
     row = [r["label"], rate(r["per_replica_rate_per_s"]), rate(r["per_gpu_rate_per_s"]),
-           f"{rate(r['rate_per_s'])} ({r['replicas']:,})", rate(r["offline_requests_per_s"])]
+           f"{rate(r['rate_per_s'])} ({r['replicas']:,})", rate(r["offline_requests_per_s"]),
+           f"{r['requests_per_trial']:,}" + ("" if r["converged"] else " (not converged)")]
     t = r["target"]
     if t:
         row.append(f"{t['replicas']:,} replicas, {t['gpus']:,} GPUs"
@@ -51,7 +52,7 @@ def capacity_summary(record: dict[str, Any]) -> str:
     out = [f"twin capacity — {r['scenario']}", "", f"SLO           {slo(r['slo'])}"]
     rows = [_capacity_row(x) for x in [r, *(r.get("alternatives") or [])]]
     target = r["target"]
-    header = ["deployment", "per replica", "per GPU", "deployment (replicas)", "offline"]
+    header = ["deployment", "per replica", "per GPU", "deployment (replicas)", "offline", "SLO met over"]
     if target:
         header.append(f"for {rate(target['target_rate_per_s'])}")
     out += ["", table(rows, header)]
@@ -59,9 +60,10 @@ def capacity_summary(record: dict[str, Any]) -> str:
     sweep = r["sweep"]
     if sweep:
         out += ["", f"Bisection of {r['label']}", ""]
-        out.append(table([[rate(p["rate_per_s"]), fmt_number(p['output_tokens_per_s']), ms(p["ttft_s"]["p99"]),
-                           ms(p["tpot_s"]["p99"]), "met" if p["slo_met"] else "not met"] for p in sweep],
-                         ["offered", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO"]))
+        out.append(table([[rate(p["rate_per_s"]), f"{p['requests']:,}", fmt_number(p['output_tokens_per_s']),
+                           ms(p["ttft_s"]["p99"]), ms(p["tpot_s"]["p99"]), "met" if p["slo_met"] else "not met"]
+                          for p in sweep],
+                         ["offered", "requests", "output tok/s", "p99 TTFT", "p99 TPOT", "SLO"]))
     for x in [r, *(r.get("alternatives") or [])]:
         out += [f"warning: {w}" for w in x["warnings"]]
     return "\n".join(out)

@@ -171,6 +171,8 @@ def _capacity(r: CapacityResult) -> dict[str, Any]:
         "rate_per_s": cap.rate_per_s if cap else 0.0,
         "offline_requests_per_s": cap.offline_requests_per_s if cap else 0.0,
         "slo_bound": cap.slo_bound if cap else False,
+        "requests_per_trial": cap.requests_per_trial if cap else None,
+        "converged": cap.converged if cap else None,
         "memory_fits": cap is not None,
         "cost_eur": serving_cost_record(r.power),
     }
@@ -180,7 +182,7 @@ def _sweep(r: CapacityResult) -> dict[str, Any]:
     runs = r.capacity.sweep if r.capacity else ()
     return {
         "target": plain(r.sizing) if r.sizing else None,
-        "sweep": [{"rate_per_s": run.rate_per_s, "requests_per_s": run.requests_per_s,
+        "sweep": [{"rate_per_s": run.rate_per_s, "requests": run.requests, "requests_per_s": run.requests_per_s,
                    "output_tokens_per_s": run.output_tokens_per_s, "ttft_s": plain(run.ttft_s),
                    "tpot_s": plain(run.tpot_s), "slo_met": bool(run.slo_met)} for run in runs],
         "schema_version": SCHEMA_VERSION,

@@ -102,6 +102,11 @@ class ServingRun:
     replicas: int
 
     @property
+    def requests(self) -> int:
+        """Requests the run simulated on its replica."""
+        return len(self.engine.requests.arrival_s)
+
+    @property
     def busy_fraction(self) -> float:
         return self.engine.busy_s / self.engine.makespan_s if self.engine.makespan_s > 0 else 0.0
 
