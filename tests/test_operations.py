@@ -244,6 +244,17 @@ def test_serving_jobs_pack_mig_instances_onto_shared_gpus_beside_training():
     node = node_power(node_spec("dgx-h100"))
     watts = 5 / 3 * node.idle_w / 8 + 5 * (2 / 7) * (node.peak_w - node.idle_w) / 8 * r.services["chat"].activity
     assert r.accounts.jobs[0].energy_it_kwh == pytest.approx(watts * 10 / 1000.0, rel=1e-9)
+    assert r.services["chat"].sustained is True
+
+
+def test_a_service_above_what_it_completes_when_saturated_is_not_sustained():
+    """Offered more than its saturated throughput (as capacity measures it), a service's queue would grow
+    without bound: its record says so whatever the SLO over its own requests."""
+    cluster = {"node": "dgx-h100", "nodes": 1}
+    data = scenario([{"name": "chat", "template": "chat", "duration": "10 h"}], cluster)
+    data["jobs"]["templates"]["chat"] = CHAT | {"load": CHAT["load"] | {"rate": "5000/s"}}
+    svc = run_dict(data).services["chat"]
+    assert svc.sustained is False and svc.requests_per_s < 5000
 
 
 def test_a_node_failure_interrupts_every_service_with_instances_there():

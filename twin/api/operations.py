@@ -101,6 +101,7 @@ class _Shapes:
 def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficiency, where: str) -> Service:
     """A serving section as a job runs it: its replicas, and their steady state at its load (the serving twin)."""
     from twin.power.serving import device_avg_w     # the serving engine, only for a scenario with services
+    from twin.serving.capacity import saturated_rate_per_s
     from twin.serving.deployment import memory_problem, replica
     from twin.serving.deployment import simulate as serve
 
@@ -121,7 +122,8 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
                    instances_per_gpu=rep.profile.instances if rep.profile else 1,
                    compute_share=rep.profile.compute_fraction if rep.profile else 1.0, activity=activity,
                    requests_per_s=run.requests_per_s, output_tokens_per_s=run.output_tokens_per_s,
-                   ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met)
+                   ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met,
+                   sustained=None if run.rate_per_s is None else run.rate_per_s <= saturated_rate_per_s(spec, rep))
 
 
 def _section(jobs: Jobs, i: int) -> tuple[str, Serving | Training, str]:

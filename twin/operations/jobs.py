@@ -78,6 +78,7 @@ class Service:
     ttft_p99_s: float
     tpot_p99_s: float
     slo_met: bool
+    sustained: bool | None = None    # its rate not above what it completes when saturated (None: offline)
 
     @property
     def devices(self) -> int:

@@ -41,7 +41,8 @@ def _service_lines(r: dict[str, Any]) -> list[str]:
             f"{svc['gpus']:,} GPUs"
         out.append(f"Serving       {name}: {svc['replicas']:,} replicas on {on}; "
                    f"{svc['requests_per_s']:,.2f} requests/s, "
-                   f"p99 TTFT {fmt_duration(svc['ttft_p99_s'])}, SLO {'met' if svc['slo_met'] else 'NOT met'}")
+                   f"p99 TTFT {fmt_duration(svc['ttft_p99_s'])}, SLO {'met' if svc['slo_met'] else 'NOT met'}"
+                   + (", not sustained (more than it completes when saturated)" if svc["sustained"] is False else ""))
     f = r["failures"]
     if f["enabled"]:
         out.append(f"Failures      {f['node_failures']:,} node failures, {f['interruptions']:,} job interruptions; "
