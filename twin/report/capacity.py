@@ -14,7 +14,7 @@ def _capacity_row(r: dict[str, Any]) -> list[str]:
         return [r["label"], "does not fit", "", "", "", ""] + ([""] if r["target"] else [])
     row = [r["label"], rate(r["per_replica_rate_per_s"]), rate(r["per_gpu_rate_per_s"]),
            f"{rate(r['rate_per_s'])} ({r['replicas']:,})", rate(r["offline_requests_per_s"]),
-           f"{r['requests_per_trial']:,}" + ("" if r["converged"] else " (not converged)")]
+           (f"{r['requests_per_trial']:,}" + ("" if r["converged"] else " (not converged)")) if r["slo_bound"] else ""]
     t = r["target"]
     if t:
         row.append(f"{t['replicas']:,} replicas, {t['gpus']:,} GPUs"
