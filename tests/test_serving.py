@@ -270,6 +270,24 @@ def test_max_utilization_preempts_and_recomputes_when_blocks_run_out():
     assert run.engine.max_running > reserved.engine.max_running
 
 
+def test_preemption_gives_back_every_block_and_slot():
+    """Sequences preempted many at once (the newest first, their stale ends left in the heap) and grown over
+    arrays: at the end every block is free again, no decoding slot is held, and each request finished once,
+    after its arrival and its first token."""
+    small = EngineSpec(scheduler="max_utilization", max_batch=512, kv_memory_fraction=0.02)
+    s = spec(count=300, isl=1024, osl=1024, engine=small)
+    rep = build(s)
+    reqs = requests(s.load, 300, None)
+    engine = ReplicaEngine(rep.iteration, s.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens)
+    state = _State(engine, reqs)
+    state.play()
+    assert state.preemptions > 10
+    assert state.free_blocks == rep.memory.kv_blocks and not state.decoding and not state.end_of
+    assert not state.slot_active.any() and len(state.free_slots) == small.max_batch
+    t = state.result().requests
+    assert (t.finish_s >= t.first_token_s).all() and (t.first_token_s >= t.arrival_s).all()
+
+
 def test_capacity_holds_the_slo_and_sizes_the_deployment():
     s = spec(count=300, slo=SLOSpec(ttft_p99_s=1.0, tpot_p99_s=0.05))
     rep = build(s)

@@ -127,6 +127,8 @@ class _State:
         self.prefilling: list[_Seq] = []
         self.decoding: dict[int, _Seq] = {}
         self.ends: list[tuple[int, int]] = []    # heap of (decode counter at which a sequence ends, index)
+        self.end_of: dict[int, int] = {}         # that counter of every decoding sequence: entries of ``ends``
+                                                 # that differ are stale (preempted), dropped as they come up
         self.counter = 0                         # decode iterations so far (every decoding sequence grew by one)
         self.base_sum = 0                        # Σ base of decoding sequences
         self.free_blocks = engine.kv_blocks
@@ -139,6 +141,15 @@ class _State:
         self.in_flight: list[tuple[_Seq, int]] | None = None   # the running iteration's prefill chunks
         self.priced: tuple[Batch, IterationTime] | None = None  # a batch _jump priced, for _advance to reuse
         self.grows = engine.spec.scheduler == "max_utilization"  # decode allocates blocks as sequences grow
+        if self.grows:      # decoding sequences' base, blocks and admission order in slots, for numpy (_grow_blocks)
+            slots = engine.spec.max_batch
+            self.slot_of: dict[int, int] = {}
+            self.free_slots = list(range(slots - 1, -1, -1))
+            self.slot_seq: list[_Seq | None] = [None] * slots
+            self.slot_active = np.zeros(slots, dtype=bool)
+            self.slot_base = np.zeros(slots, dtype=np.int64)
+            self.slot_blocks = np.zeros(slots, dtype=np.int64)
+            self.slot_order = np.zeros(slots, dtype=np.int64)
         self.iterations = self.steps = self.preemptions = self.max_running = 0
         self.busy_s = self.compute_s = self.memory_s = self.comm_s = 0.0
         self.kv_peak = 0
@@ -300,8 +311,9 @@ class _State:
         n = len(self.decoding)
         if self.free_blocks >= n:                # each sequence can take free // n more blocks
             return bt * (self.free_blocks // n)
-        room = sorted(s.blocks * bt + self.e.prefix - (s.base + self.counter) for s in self.decoding.values())
-        return max(0, room[self.free_blocks])
+        act = np.flatnonzero(self.slot_active)
+        room = self.slot_blocks[act] * bt + self.e.prefix - (self.slot_base[act] + self.counter)
+        return max(0, int(np.partition(room, self.free_blocks)[self.free_blocks]))
 
     def _decode_batch(self, ahead: int) -> Batch:
         n = len(self.decoding)
@@ -349,33 +361,67 @@ class _State:
         return total
 
     def _grow_blocks(self, k: int) -> None:
-        """Allocate the blocks decode needs over ``k`` iterations, preempting the newest sequences if short."""
-        while len(self.decoding) > 1 and self._blocks_short(k) > self.free_blocks:
-            self._preempt_newest()
-        for s in self.decoding.values():
-            want = self.e._blocks_for(s.base + self.counter + k)
-            take = min(max(0, want - s.blocks), self.free_blocks)
+        """Allocate the blocks decode needs over ``k`` iterations, preempting the newest sequences if short: one
+        by one, newest first, until the others' shortfall fits the free blocks and theirs (or one sequence is
+        left). Over the slots' arrays: at thousands of sequences in flight this runs every iteration."""
+        act = np.flatnonzero(self.slot_active)
+        n = len(act)
+        prefix, bt = self.e.prefix, self.e.spec.block_tokens
+        want = -(-np.maximum(0, self.slot_base[act] + (self.counter + k) - prefix) // bt)
+        need = np.maximum(0, want - self.slot_blocks[act])
+        short = int(need.sum())
+        if short > self.free_blocks and n > 1:
+            newest = np.argsort(-self.slot_order[act])
+            covered, freed = np.cumsum(need[newest]), np.cumsum(self.slot_blocks[act][newest])
+            enough = short - covered <= self.free_blocks + freed      # after the newest j + 1 are preempted
+            j = min(n - 1, 1 + int(np.argmax(enough)) if enough.any() else n - 1)
+            self._preempt([self.slot_seq[slot] for slot in act[newest[:j]]])
+            short -= int(covered[j - 1])
+            keep = np.ones(n, dtype=bool)
+            keep[newest[:j]] = False
+            act, want, need = act[keep], want[keep], need[keep]
+        if short <= self.free_blocks:
+            self.slot_blocks[act] = np.maximum(want, self.slot_blocks[act])
+            self.free_blocks -= short
+        else:                                                      # one sequence left, short of blocks
+            take = min(short, self.free_blocks)
+            self.slot_blocks[act] += take
             self.free_blocks -= take
-            s.blocks += take
 
-    def _blocks_short(self, k: int) -> int:
-        return sum(max(0, self.e._blocks_for(s.base + self.counter + k) - s.blocks) for s in self.decoding.values())
+    def _take_slot(self, s: _Seq) -> None:
+        """A sequence starts decoding: its base, blocks and order into a free slot."""
+        slot = self.free_slots.pop()
+        self.slot_of[s.index] = slot
+        self.slot_seq[slot] = s
+        self.slot_active[slot] = True
+        self.slot_base[slot], self.slot_blocks[slot], self.slot_order[slot] = s.base, s.blocks, s.order
 
-    def _preempt_newest(self) -> None:
-        """Free the newest sequence's blocks; it recomputes its prompt and its tokens so far later."""
-        s = max(self.decoding.values(), key=lambda q: q.order)
-        del self.decoding[s.index]
-        self.ends = [(g, i) for g, i in self.ends if i != s.index]
-        heapq.heapify(self.ends)
-        produced = s.produced + (s.base + self.counter) - s.prompt - 1
-        self.base_sum -= s.base
-        self.free_blocks += s.blocks
-        s.blocks = 0
-        s.prompt = self.input_tokens[s.index] + produced
-        s.produced = produced
-        s.done_prompt = 0
-        self.waiting.insert(self.head, s)
-        self.preemptions += 1
+    def _drop_slot(self, s: _Seq) -> None:
+        """A sequence stops decoding: its blocks back on it, its slot free."""
+        slot = self.slot_of.pop(s.index)
+        s.blocks = int(self.slot_blocks[slot])
+        self.slot_seq[slot] = None
+        self.slot_active[slot] = False
+        self.free_slots.append(slot)
+
+    def _preempt(self, taken: list[_Seq]) -> None:
+        """Free the blocks of sequences (newest first); each recomputes its prompt and its tokens so far later,
+        the oldest of them first."""
+        for s in taken:
+            self._drop_slot(s)
+            del self.decoding[s.index]
+            produced = s.produced + (s.base + self.counter) - s.prompt - 1
+            self.base_sum -= s.base
+            self.free_blocks += s.blocks
+            s.blocks = 0
+            s.prompt = self.input_tokens[s.index] + produced
+            s.produced = produced
+            s.done_prompt = 0
+        for s in taken:
+            del self.end_of[s.index]
+        self._drop_stale_ends()
+        self.waiting[self.head:self.head] = taken[::-1]
+        self.preemptions += len(taken)
 
     def _finish(self, now: float, chunks: list[tuple[_Seq, int]]) -> int:
         """Book the iteration's prefill progress and the sequences that ended; returns how many ended."""
@@ -395,15 +441,30 @@ class _State:
                 ended += 1
                 continue
             self.decoding[s.index] = s
+            if self.grows:
+                self._take_slot(s)
             self.base_sum += s.base
+            self.end_of[s.index] = self.counter + remaining
             heapq.heappush(self.ends, (self.counter + remaining, s.index))
         while self.ends and self.ends[0][0] <= self.counter:
-            _, i = heapq.heappop(self.ends)
+            g, i = heapq.heappop(self.ends)
+            if self.end_of.get(i) != g:
+                continue
+            del self.end_of[i]
             s = self.decoding.pop(i)
+            if self.grows:
+                self._drop_slot(s)
             self.base_sum -= s.base
             self._release(s, now)
             ended += 1
+        self._drop_stale_ends()
         return ended
+
+    def _drop_stale_ends(self) -> None:
+        """Pop the preempted sequences' entries off the top of ``ends``, so that its first is a decoding one's."""
+        ends, end_of = self.ends, self.end_of
+        while ends and end_of.get(ends[0][1]) != ends[0][0]:
+            heapq.heappop(ends)
 
     def _release(self, s: _Seq, now: float) -> None:
         self.finish[s.index] = now
