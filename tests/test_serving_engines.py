@@ -204,7 +204,8 @@ def test_fp8_speedup_of_a_batch_one_decode_step_is_below_the_ratio_of_the_peaks(
 
 def test_a_tp8_all_reduce_is_latency_bound_small_and_bandwidth_bound_large():
     """TensorRT-LLM's kernels at TP 8 on H100 as measured (SGLang PR #2904): 5.7 µs at 4 KB, 7.8 µs at 32 KB,
-    33.8 µs at 1 MB; 16 KB lies between, near its latency; above 8 MiB NCCL takes over."""
+    33.8 µs at 1 MB; 16 KB lies between, near its latency. TensorRT-LLM 0.13 takes its own kernels up to
+    8,000,000 bytes whatever NCCL would take, 16,000,000 on two GPUs, and NCCL above."""
     rep, _ = run(deployment(engine_profile("tensorrt-llm-0.13"), tensor=8, model="llama3-70b"))
     it = rep.iteration
     small = it.all_reduce_s(16e3)
@@ -213,10 +214,16 @@ def test_a_tp8_all_reduce_is_latency_bound_small_and_bandwidth_bound_large():
     assert custom_all_reduce_s(1048576, 8, "trtllm") == pytest.approx(33.8e-6)
     assert custom_all_reduce_s(1048576, 8, "vllm") == pytest.approx(45.0e-6)      # vLLM's own kernels, slower
     assert custom_all_reduce_s(2 * 1048576, 8) == pytest.approx(33.8e-6 + (33.8e-6 - 22.1e-6) * 2)   # last slope
-    assert it.all_reduce_s(1048576) == pytest.approx(min(33.8e-6, it.comm.all_reduce_s(1048576, it.tensor)))
+    assert it.all_reduce_s(1048576) == pytest.approx(33.8e-6)
+    at_bound = custom_all_reduce_s(8e6, 8)
+    assert it.all_reduce_s(8e6) == pytest.approx(at_bound) and at_bound > it.comm.all_reduce_s(8e6, it.tensor)
+    assert it.all_reduce_s(8e6 + 16) == pytest.approx(it.comm.all_reduce_s(8e6 + 16, it.tensor))
     large = it.all_reduce_s(256e6)
     assert it.all_reduce_s(512e6) == pytest.approx(2 * large, rel=0.02)
-    assert large == pytest.approx(rep.iteration.comm.all_reduce_s(256e6, it.tensor))   # NCCL above 8 MiB
+    assert large == pytest.approx(rep.iteration.comm.all_reduce_s(256e6, it.tensor))   # NCCL above the bound
+    two, _ = run(deployment(engine_profile("tensorrt-llm-0.13"), tensor=2, model="llama3-70b", precision="fp8"))
+    assert two.iteration.all_reduce_s(12e6) == pytest.approx(custom_all_reduce_s(12e6, 2))
+    assert two.iteration.all_reduce_s(17e6) == pytest.approx(two.iteration.comm.all_reduce_s(17e6, two.iteration.tensor))
 
 
 def test_without_nvlink_the_all_reduce_is_nccl_over_pcie():

@@ -12,9 +12,10 @@ Their time is measured, not derived from the link: at decode sizes these kernels
 loads and flag waits. ``custom_all_reduce_s`` interpolates the measured time per call
 (catalog ``tp_all_reduce.yaml``: per kernel family, buffer size and tensor-parallel size)
 linearly in size, and extends it past the largest measured size at the cost per byte of the
-last two; a group of a size not measured takes the next larger measured size. The engine
-picks the faster of its kernels and NCCL (TensorRT-LLM's AllReduceStrategy AUTO; vLLM's
-size rule gives the same choice on full NVLink).
+last two (nothing was measured past 1 MB); a group of a size not measured takes the next larger
+measured size. The engine takes its kernels by size, up to its bound, whether or not NCCL would
+be faster (TensorRT-LLM 0.13's AllReduceStrategy AUTO, vLLM's ``should_custom_ar``;
+``serving.batching.IterationModel.all_reduce_s``).
 """
 
 from __future__ import annotations

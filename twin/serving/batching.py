@@ -16,8 +16,8 @@ replica (tensor parallelism ``t``) a layer costs:
   (``operators.elementwise.elementwise_bytes``, fused kernels);
 - two tensor-parallel all-reduces of ``m · h`` 16-bit activations: NCCL's
   (``CommModel.all_reduce_s`` over NVLink, PCIe or the network, as the fabric has it), or
-  the engine's own kernels inside an NVLink node where faster (``network.tp_kernels``:
-  their measured time, up to the engine's ``custom_all_reduce_max_bytes``).
+  the engine's own kernels inside an NVLink node up to the engine's ``custom_all_reduce_max_bytes``,
+  chosen by size as the engines choose (``network.tp_kernels``: their measured time).
 
 GEMMs are priced by shape (``operators.gemm``: tiles, waves over the SMs, pipeline fill).
 The last stage adds the LM head for every sequence that emits a token (16-bit
@@ -236,16 +236,19 @@ class IterationModel:
         return per_hidden * m.hidden + per_ffn * m.ffn_hidden / self.tensor.ranks * m.top_k
 
     def all_reduce_s(self, size_bytes: float) -> float:
-        """One tensor-parallel all-reduce: NCCL's, or the engine's own kernels inside an NVLink node where faster."""
+        """One tensor-parallel all-reduce: the engine's own kernels inside an NVLink node up to its bound (by size,
+        whether or not NCCL would be faster: TensorRT-LLM 0.13's ``AllreducePlugin::selectImplementation``, vLLM's
+        ``CustomAllreduce.should_custom_ar``), NCCL's above it and elsewhere."""
         t = self.tensor
         if t.ranks <= 1:
             return 0.0
-        nccl = self.comm.all_reduce_s(size_bytes, t)
         e, gpu = self.engine, self.comm.cluster.node.gpu
         on_nvlink = t.ranks_per_node == t.ranks and gpu.nvlink_Bps > 0
-        if e.all_reduce != "custom" or not on_nvlink or size_bytes > e.custom_all_reduce_max_bytes:
-            return nccl
-        return min(nccl, custom_all_reduce_s(size_bytes, t.ranks, e.custom_all_reduce_kernels))
+        bound = (e.custom_all_reduce_max_bytes_two_gpus if t.ranks <= 2 and e.custom_all_reduce_max_bytes_two_gpus
+                 else e.custom_all_reduce_max_bytes)
+        if e.all_reduce != "custom" or not on_nvlink or size_bytes > bound:
+            return self.comm.all_reduce_s(size_bytes, t)
+        return custom_all_reduce_s(size_bytes, t.ranks, e.custom_all_reduce_kernels)
 
     @cached_property
     def _weight_spill_s(self) -> float:

@@ -33,7 +33,7 @@ def engine_profile(name: str = DEFAULT_PROFILE, field: str = "serving.engine.pro
     values = {k: v for k, v in row.items() if k in _KEYS}
     values["quantised"] = tuple(values.get("quantised", ()))
     for key in ("kernels_per_layer", "kernels_per_iteration", "host_s", "kv_memory_fraction",
-                "custom_all_reduce_max_bytes", "decoder_bytes_per_logit"):
+                "custom_all_reduce_max_bytes", "custom_all_reduce_max_bytes_two_gpus", "decoder_bytes_per_logit"):
         if key in values and values[key] != "calibrated":
             values[key] = float(values[key])
     if values.get("host_s") == "calibrated":

@@ -67,7 +67,8 @@ class EngineSpec:
     scheduler_steps: int = 1               # decode iterations one scheduling pass runs (vLLM --num-scheduler-steps):
                                            # a decode-only iteration pays host_s / scheduler_steps
     all_reduce: AllReduceKernels = "nccl"  # tensor-parallel all-reduce kernels
-    custom_all_reduce_max_bytes: float = 0.0
+    custom_all_reduce_max_bytes: float = 0.0   # the engine's own kernels up to this size, NCCL above
+    custom_all_reduce_max_bytes_two_gpus: float = 0.0   # that bound for two GPUs where it differs (0: the same)
     custom_all_reduce_kernels: CustomAllReduceKernels = "trtllm"   # whose measured kernels (tp_all_reduce.yaml)
     quantised: tuple[str, ...] = ("fp8", "int8", "int4")   # weight precisions the engine has kernels for
 
