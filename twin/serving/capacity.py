@@ -50,7 +50,7 @@ class Capacity:
     offline_requests_per_s: float       # the deployment's saturated throughput (``saturated_rate_per_s``)
     sweep: tuple[ServingRun, ...]       # every trial, by rate
     slo_bound: bool                     # False when the scenario sets no SLO
-    requests_per_trial: int = 0         # per replica, in the trials that found the capacity
+    requests_per_trial: int = 0         # per replica: the longest trial at the capacity rate within the SLO
     converged: bool = True              # it meets the SLO over a run ``LENGTHEN`` times longer
     at_capacity: ServingRun | None = None   # the capacity rate over the scenario's requests, as ``run`` gives it
 
