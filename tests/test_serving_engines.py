@@ -214,6 +214,10 @@ def test_a_tp8_all_reduce_is_latency_bound_small_and_bandwidth_bound_large():
     assert custom_all_reduce_s(1048576, 8, "trtllm") == pytest.approx(33.8e-6)
     assert custom_all_reduce_s(1048576, 8, "vllm") == pytest.approx(45.0e-6)      # vLLM's own kernels, slower
     assert custom_all_reduce_s(2 * 1048576, 8) == pytest.approx(33.8e-6 + (33.8e-6 - 22.1e-6) * 2)   # last slope
+    # vLLM's kernels past 1 MiB at the cost per MiB vLLM measured (PR #24111: TP 4 8.33 µs, TP 6 6.67 µs; TP 8
+    # takes the largest measured size)
+    assert custom_all_reduce_s(4 * 1048576, 4, "vllm") == pytest.approx(40.2e-6 + 3 * 8.33e-6)
+    assert custom_all_reduce_s(4 * 1048576, 8, "vllm") == pytest.approx(45.0e-6 + 3 * 6.67e-6)
     assert it.all_reduce_s(1048576) == pytest.approx(33.8e-6)
     at_bound = custom_all_reduce_s(8e6, 8)
     assert it.all_reduce_s(8e6) == pytest.approx(at_bound) and at_bound > it.comm.all_reduce_s(8e6, it.tensor)
