@@ -14,7 +14,7 @@ from twin.api.bands import calibration_of
 from twin.api.specs import alternative_cluster_of, cluster_of, serving_spec_of, site_of
 from twin.bands import Calibration
 from twin.calibration import Efficiency, ServingEfficiency
-from twin.cores import split_map
+from twin.cores import shared_map, split_map
 from twin.hardware.specs import ClusterSpec
 from twin.power.api_prices import ApiComparison, compare_apis
 from twin.power.serving import ServingPower, serving_power
@@ -161,8 +161,9 @@ def capacity(scenario: Scenario, target_rate_per_s: float | None = None,
         found = _capacity(scenario, d, target_rate_per_s, grid if i == 0 else ())
         return replace(found, calibration=_band(scenario, d))
 
-    numbered = list(enumerate(deployments(scenario)))      # half of them on a second core (twin/cores.py)
-    first, *others = split_map(searched, numbered, worth=len(numbered) > 1)
+    # each taken by whichever core is free (twin/cores.py): a search's length is not known before it runs
+    numbered = list(enumerate(deployments(scenario)))
+    first, *others = shared_map(searched, numbered, worth=len(numbered) > 1)
     return replace(first, alternatives=tuple(others))
 
 
