@@ -25,12 +25,8 @@ FACTORS = (1, 4, 16, 64)
 
 def held(spec, rep, requests: int) -> float:
     """The capacity with every trial at ``requests`` requests and no lengthening."""
-    limit = search.MAX_TRIAL_REQUESTS
-    search.MAX_TRIAL_REQUESTS = requests
-    try:
-        return search.capacity(replace(spec, load=replace(spec.load, requests=requests)), rep).rate_per_s
-    finally:
-        search.MAX_TRIAL_REQUESTS = limit
+    return search.capacity(replace(spec, load=replace(spec.load, requests=requests)), rep,
+                           max_trial_requests=requests).rate_per_s
 
 
 def main() -> None:

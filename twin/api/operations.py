@@ -101,7 +101,7 @@ class _Shapes:
 def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficiency, where: str) -> Service:
     """A serving section as a job runs it: its replicas, and their steady state at its load (the serving twin)."""
     from twin.power.serving import device_avg_w     # the serving engine, only for a scenario with services
-    from twin.serving.capacity import saturated_rate_per_s
+    from twin.serving.capacity import saturated_rate_per_s, sustained
     from twin.serving.deployment import memory_problem, replica
     from twin.serving.deployment import simulate as serve
 
@@ -114,6 +114,7 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
     if problem:
         raise ScenarioError(where, f"does not fit: {problem}")
     run = serve(spec, rep)
+    saturated = None if run.rate_per_s is None else saturated_rate_per_s(spec, rep)
     device = gpu_power(rep.gpu, cluster.gpu_power_cap_w)
     span = device.limit_w - device.idle_w
     activity = (device_avg_w(rep.gpu, run.engine, cluster.gpu_power_cap_w) - device.idle_w) / span if span else 0.0
@@ -123,7 +124,7 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
                    compute_share=rep.profile.compute_fraction if rep.profile else 1.0, activity=activity,
                    requests_per_s=run.requests_per_s, output_tokens_per_s=run.output_tokens_per_s,
                    ttft_p99_s=run.ttft_s.p99, tpot_p99_s=run.tpot_s.p99, slo_met=run.slo_met,
-                   sustained=None if run.rate_per_s is None else run.rate_per_s <= saturated_rate_per_s(spec, rep))
+                   sustained=sustained(run.rate_per_s, saturated))
 
 
 def _section(jobs: Jobs, i: int) -> tuple[str, Serving | Training, str]:

@@ -22,7 +22,7 @@ from twin.power.site import SiteSpec
 from twin.results import CapacityResult, ServingResult
 from twin.scenario import Scenario
 from twin.serving.capacity import capacity as capacity_search
-from twin.serving.capacity import LENGTHEN, MAX_TRIAL_REQUESTS, Sizing, saturated_rate_per_s, sizing
+from twin.serving.capacity import LENGTHEN, MAX_TRIAL_REQUESTS, Sizing, saturated_rate_per_s, sizing, sustained
 from twin.serving.deployment import (Replica, ServingRun, ServingSpec, fitting_changes, memory_problem, replica,
                                      simulate)
 from twin.serving.profiles import engine_family
@@ -100,7 +100,7 @@ def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
                             "python -m twin capacity gives the highest rate that meets it")
         if run.rate_per_s is not None:
             saturated = saturated_rate_per_s(spec, rep)
-            if run.rate_per_s > saturated:
+            if sustained(run.rate_per_s, saturated) is False:
                 warnings.append(f"{d.where}: {_rate(run.rate_per_s)} is more than the "
                                 f"{saturated:.3g} requests/s it completes when saturated, so it is not sustained: a "
                                 "queue that a burst builds never drains, which a run of "

@@ -13,7 +13,7 @@ from twin.power.api_prices import ApiComparison
 from twin.power.pricing import cost_parts
 from twin.power.serving import ServingPower
 from twin.results.core import SCHEMA_VERSION, Layout, Result, finite, grouped, plain
-from twin.serving.capacity import Capacity, Sizing, sizing
+from twin.serving.capacity import Capacity, Sizing, sizing, sustained
 from twin.serving.deployment import ServingRun
 from twin.serving.kv_cache import MemoryPlan
 from twin.serving.specs import SLOSpec
@@ -80,7 +80,7 @@ def _per_million(r: ServingResult) -> dict[str, Any]:
         "avg_power_it_w": pw.avg_power_it_w if pw else None,
         "slo_met": bool(r.run.slo_met) if r.run else False,
         "saturated_requests_per_s": r.saturated_requests_per_s,
-        "sustained": None if r.saturated_requests_per_s is None else r.rate_per_s <= r.saturated_requests_per_s,
+        "sustained": sustained(r.rate_per_s, r.saturated_requests_per_s),
         "schema_version": SCHEMA_VERSION,
     }
 

@@ -374,7 +374,7 @@ class _State:
             newest = np.argsort(-self.slot_order[act])
             covered, freed = np.cumsum(need[newest]), np.cumsum(self.slot_blocks[act][newest])
             enough = short - covered <= self.free_blocks + freed      # after the newest j + 1 are preempted
-            j = min(n - 1, 1 + int(np.argmax(enough)) if enough.any() else n - 1)
+            j = min(n - 1, 1 + int(np.argmax(enough))) if enough.any() else n - 1
             self._preempt([self.slot_seq[slot] for slot in act[newest[:j]]])
             short -= int(covered[j - 1])
             keep = np.ones(n, dtype=bool)
@@ -417,7 +417,6 @@ class _State:
             s.prompt = self.input_tokens[s.index] + produced
             s.produced = produced
             s.done_prompt = 0
-        for s in taken:
             del self.end_of[s.index]
         self._drop_stale_ends()
         self.waiting[self.head:self.head] = taken[::-1]
