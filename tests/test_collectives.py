@@ -56,6 +56,19 @@ def test_gpus_on_pcie_reduce_at_the_pcie_efficiency_and_dgx_nics_keep_theirs():
     assert faster.busbw_Bps(GroupShape(8, 8), "all_reduce", GIB4) > busbw
 
 
+def test_nccl_rings_on_a_four_gpu_mesh_use_every_link_and_a_pair_has_its_own_links_alone():
+    """On the four-GH200 node every pair has its own 150 GB/s per direction. Two GPUs reduce over their
+    pair's links only; four run NCCL's rings in several orders over all three of a GPU's pairs (a ring in
+    one order would use one), so their bus bandwidth is three pairs' (no NVLS: there is no switch)."""
+    mesh = comm("gh200-4", 1)
+    pair = mesh.busbw_Bps(GroupShape(2, 2), "all_reduce", GIB4)
+    four = mesh.busbw_Bps(GroupShape(4, 4), "all_reduce", GIB4)
+    assert pair == pytest.approx(150e9 * EFF.nvlink, rel=0.01)
+    assert four == pytest.approx(3 * pair, rel=0.01)
+    assert mesh.algorithm(GIB4, GroupShape(4, 4)) == "ring"
+    assert four == pytest.approx(comm("dgx-h100", 1).busbw_Bps(GroupShape(4, 4), "all_reduce", GIB4, "ring"), rel=0.01)
+
+
 def test_nvls_only_where_the_switch_reduces():
     assert comm("dgx-h100", 1).algorithm(GIB4, GroupShape(8, 8)) == "nvls"
     assert comm("dgx-a100-80gb", 1).algorithm(GIB4, GroupShape(8, 8)) == "ring"

@@ -72,6 +72,20 @@ def test_pcie_server_has_no_nvlink_and_shares_nics():
     assert nx.shortest_path(g, ("gpu", 0, 3), ("nic", 0, 0))[1][0] == "pcie"
 
 
+def test_four_superchip_node_joins_every_pair_of_gpus_directly():
+    """JUPITER's booster node: 18 NVLink4 links per GH200, six to each of the three others, 150 GB/s per
+    direction a pair; no NVSwitch; each superchip on its own NIC."""
+    node = node_spec("gh200-4")
+    g = T.dgx_node(node)
+    assert not [v for v, k in g.nodes(data="kind") if k == "nvswitch"]
+    nvlinks = [(u, v, d) for u, v, d in g.edges(data=True) if d["tier"] == "nvlink"]
+    assert len(nvlinks) == 6                       # 4 choose 2
+    assert all(d["capacity_Bps"] == pytest.approx(150e9) for _, _, d in nvlinks)
+    assert all(u[0] == v[0] == "gpu" for u, v, _ in nvlinks)
+    for local in range(4):
+        assert g.has_edge(("gpu", 0, local), ("nic", 0, local))
+
+
 def _max_flow_between_halves(g: nx.Graph, nodes: int) -> float:
     """Max flow from the NICs of the first half of nodes to those of the second (switch fabric only)."""
     d = nx.DiGraph()

@@ -51,13 +51,17 @@ class NICs:
         return self.count * self.line_rate_Bps
 
 
+# Node layouts whose GPUs talk over NVLink: through NVSwitch, or joined pair by pair (a mesh).
+NVLINK_INTRA = ("nvswitch", "nvlink-mesh")
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
     description: str
     gpu: GPUSpec
     gpus: int
-    intra: str                            # nvswitch | pcie | c2c
+    intra: str                            # nvswitch | nvlink-mesh | pcie | c2c (``NVLINK_INTRA``: GPUs on NVLink)
     nvswitches: int
     pcie_Bps: float                       # per GPU, one direction
     compute_nics: NICs

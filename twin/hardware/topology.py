@@ -71,7 +71,9 @@ def add_node(g: nx.Graph, node: NodeSpec, index: int, su: int = 0) -> None:
     direction, and to its own NIC through PCIe. ``pcie`` nodes (L4, L40S): no NVLink;
     GPUs share PCIe switches (one per compute NIC) under the host's root complex,
     so GPU-to-GPU traffic across switches goes through the host. ``c2c`` nodes
-    (GH200): one GPU, its NIC on PCIe.
+    (GH200): one GPU, its NIC on PCIe. ``nvlink-mesh`` nodes (four GH200 to a node): every pair of GPUs
+    joined directly by its share of each GPU's NVLinks (its NVLink bandwidth per direction over the
+    other GPUs), each GPU to its own NIC through PCIe.
     """
     vertices, links = _server(node, index, su)
     g.add_nodes_from(vertices)
@@ -94,6 +96,11 @@ def _server(node: NodeSpec, index: int, su: int) -> tuple[list[tuple], list[tupl
         nvs = ("nvswitch", index)
         vertices.append((nvs, {"kind": "nvswitch", "tier": 0, "node": index, "chips": node.nvswitches}))
         links += [(("gpu", index, local), nvs, node.gpu.nvlink_per_direction_Bps, "nvlink") for local in range(gpus)]
+        links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie") for local in range(gpus)]
+    elif node.intra == "nvlink-mesh":
+        pair_Bps = node.gpu.nvlink_per_direction_Bps / max(1, gpus - 1)
+        links += [(("gpu", index, a), ("gpu", index, b), pair_Bps, "nvlink")
+                  for a in range(gpus) for b in range(a + 1, gpus)]
         links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie") for local in range(gpus)]
     elif node.intra == "pcie":
         switches = max(1, nics)

@@ -209,14 +209,22 @@ def _phase(parts: list[tuple[np.ndarray, np.ndarray, float]], groups: int, volum
                  hops, groups, intra_scale, pattern)
 
 
-def ring_flows(members: np.ndarray, gpus_per_node: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """Flows of NCCL's rings over every group (weights: share of the bus volume)."""
+def ring_flows(members: np.ndarray, gpus_per_node: int, mesh: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Flows of NCCL's rings over every group (weights: share of the bus volume).
+
+    ``mesh``: the node's GPUs are joined pair by pair (no switch). NCCL's channels then run rings in different
+    orders, one over each of a GPU's links, so the part of a ring inside a node is spread evenly over a GPU's
+    links to the group's other members on that node: each GPU sends its share to every one of them."""
     srt, m, k, uniform = layout(members, gpus_per_node)
     groups = len(srt)
     if m == 1 or not uniform or k == 1:
+        n = srt.shape[1]
+        if mesh and m == 1 and n > 2:
+            return [(srt, np.roll(srt, -s, axis=1), 1.0 / (n - 1)) for s in range(1, n)]
         return [(srt, np.roll(srt, -1, axis=1), 1.0)]
     blk = srt.reshape(groups, m, k)
-    return [(blk, np.roll(blk, -1, axis=2), (k - 1) / k),        # across the node on NVLink
+    shifts = range(1, k) if mesh else (1,)
+    return [(blk, np.roll(blk, -s, axis=2), (k - 1) / k / len(shifts)) for s in shifts] + [   # across the node
             (blk, np.roll(blk, -1, axis=1), 1.0 / k)]            # to the same rail of the next node
 
 
@@ -248,17 +256,18 @@ def all_reduce_hops(algorithm: str, n: int, m: int, k: int, uniform: bool) -> li
 
 
 def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
-                      nvls_scale: float = 1.0) -> list[Phase] | None:
-    """Phases of one all-reduce algorithm over every group, or None where it does not apply."""
+                      nvls_scale: float = 1.0, mesh: bool = False) -> list[Phase] | None:
+    """Phases of one all-reduce algorithm over every group, or None where it does not apply (``mesh``: as
+    ``ring_flows``)."""
     srt, m, k, uniform = layout(members, gpus_per_node)
     groups, n = srt.shape
     hops = all_reduce_hops(algorithm, n, m, k, uniform)
     if hops is None:
         return None
     if algorithm == "ring":
-        return [_phase(ring_flows(srt, gpus_per_node), groups, 2 * (n - 1) / n, hops[0], pattern="ring")]
+        return [_phase(ring_flows(srt, gpus_per_node, mesh), groups, 2 * (n - 1) / n, hops[0], pattern="ring")]
     if algorithm == "tree":
-        return [_phase(ring_flows(srt, gpus_per_node), groups, 2.0, hops[0], pattern="ring")]
+        return [_phase(ring_flows(srt, gpus_per_node, mesh), groups, 2.0, hops[0], pattern="ring")]
     if algorithm == "nvls":
         return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0,
                        hops[0], nvls_scale, pattern="nvls")]
@@ -269,11 +278,13 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
     return [intra, inter, intra]
 
 
-def ring_phase(members: np.ndarray, gpus_per_node: int, volume_factor: float, steps_factor: int) -> Phase:
-    """A ring collective moving ``volume_factor · (n-1)/n · S`` per rank (reduce-scatter, all-gather, broadcast)."""
+def ring_phase(members: np.ndarray, gpus_per_node: int, volume_factor: float, steps_factor: int,
+               mesh: bool = False) -> Phase:
+    """A ring collective moving ``volume_factor · (n-1)/n · S`` per rank (reduce-scatter, all-gather, broadcast;
+    ``mesh``: as ``ring_flows``)."""
     srt, m, _, _ = layout(members, gpus_per_node)
     groups, n = srt.shape
-    return _phase(ring_flows(srt, gpus_per_node), groups, volume_factor * (n - 1) / n,
+    return _phase(ring_flows(srt, gpus_per_node, mesh), groups, volume_factor * (n - 1) / n,
                   ring_hops(steps_factor * (n - 1), n, m), pattern="ring")
 
 

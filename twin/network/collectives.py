@@ -35,7 +35,7 @@ from twin.calibration import Efficiency
 from twin.hardware import topology
 from twin.hardware.cabling import NetworkCables, network_cables
 from twin.hardware.peaks import peak_rows
-from twin.hardware.specs import ClusterSpec
+from twin.hardware.specs import NVLINK_INTRA, ClusterSpec
 from twin.network import algorithms as alg
 from twin.network.fabric import TIERS, Fabric
 from twin.network.fabric_cache import cluster_fabric, node_fabric
@@ -187,16 +187,17 @@ class CommModel:
             return memo[key]
         members = self.members(group)
         gpn = self.cluster.node.gpus
+        mesh = self.cluster.node.intra == "nvlink-mesh"
         if op == "all_reduce":
             if algorithm == "nvls" and not self.nvls_capable:
                 phases = None
             else:
                 phases = alg.all_reduce_phases(algorithm, members, gpn,
-                                               self.efficiency.nvlink / self.efficiency.nvls)
+                                               self.efficiency.nvlink / self.efficiency.nvls, mesh)
         elif op in ("reduce_scatter", "all_gather"):
-            phases = [alg.ring_phase(members, gpn, 1.0, 1)]
+            phases = [alg.ring_phase(members, gpn, 1.0, 1, mesh)]
         elif op == "broadcast":
-            phases = [alg.ring_phase(members, gpn, members.shape[1] / max(1, members.shape[1] - 1), 1)]
+            phases = [alg.ring_phase(members, gpn, members.shape[1] / max(1, members.shape[1] - 1), 1, mesh)]
         elif op == "all_to_all":
             phases = [alg.all_to_all_phase(members, gpn)]
         elif op == "send_recv":
@@ -252,7 +253,7 @@ class CommModel:
     def protocols(self) -> tuple[str, ...]:
         """NCCL's protocols on this cluster: LL128 only inside NVLink nodes (tuning.cc enables it by default
         only where the GPUs talk over NVLink and a NIC sits next to each; ``fabric.ll128`` turns it off)."""
-        ll128 = self.cluster.fabric.ll128 and self.cluster.node.intra == "nvswitch"
+        ll128 = self.cluster.fabric.ll128 and self.cluster.node.intra in NVLINK_INTRA
         return ("simple", "ll128", "ll") if ll128 else ("simple", "ll")
 
     @property

@@ -36,9 +36,9 @@ from twin.units import SECONDS_PER_MS
 from twin.workload.model import model_spec
 
 # The server each GPU of the cases runs in (the source's systems: DGX H100, DGX H200, DGX A100,
-# an 8-GPU L40S server, a GH200 superchip node).
+# an 8-GPU L40S server, a node of four GH200 superchips).
 REFERENCE_NODE = {"h100-sxm": "dgx-h100", "h200": "dgx-h200", "a100-80gb": "dgx-a100-80gb",
-                  "l40s": "l40s-8", "gh200": "gh200-1"}
+                  "l40s": "l40s-8", "gh200-120gb": "gh200-4"}
 # The case files, in the order the report lists their rows.
 CASE_FILES = ("trtllm_0.13.yaml", "vllm_0.6_sharegpt.yaml")
 # Requests per case: enough for the steady state of the longest rows (the source uses 1,000 to 30,000).
@@ -55,7 +55,8 @@ GROUPS = {
     "trtllm-70b-tp1": "Llama 3.1 70B on one GPU (70 GB of FP8 weights)",
     "trtllm-gh200-small": "GH200 column: 8B and 7B models, TP 1",
     "trtllm-gh200-70b": "GH200 column: 70B models, TP 1",
-    "trtllm-gh200-multi": "GH200 column: TP 2 and 4 (the source does not say how the superchips are joined)",
+    "trtllm-gh200-tp4": "GH200 column: 70B models at TP 4, the four superchips of a node",
+    "trtllm-gh200-tp2": "GH200 column: 70B at TP 2 (below the column's own TP 1 at four of seven lengths)",
     "vllm-0.6-sharegpt": "held-out engine: vLLM 0.6.0 with multi-step scheduling on ShareGPT, as the SGLang team ran "
                          "it (offline throughput, median time per output token at 4 and 8 requests/s)",
 }
@@ -115,9 +116,9 @@ class ServingCase:
             return self.held_out
         if self.role == "calibration":
             return "trtllm-calibration"
-        if self.gpu == "gh200":
+        if self.gpu == "gh200-120gb":
             if self.tensor > 1:
-                return "trtllm-gh200-multi"
+                return f"trtllm-gh200-tp{self.tensor}"
             return "trtllm-gh200-70b" if "70b" in self.model else "trtllm-gh200-small"
         if self.model == "mistral-7b":
             return "trtllm-mistral-7b"
