@@ -33,9 +33,11 @@ def clock_share(power_w: float, full_w: float, idle_w: float) -> float:
 def achievable_matmul_share(gpu: GPUSpec, precision: str) -> float:
     """Maximum achievable matmul FLOP/s of ``gpu`` ÷ its dense peak: measured (catalog ``calibration.yaml``
     ``achievable_matmul``), or for a GPU built to another power than the one measured, the measured one's at
-    the clock the GPU's own TDP allows."""
+    the clock the GPU's own TDP allows (never above the measured one: more power than the measurement had
+    does not raise the clock past the boost clock it may already have held)."""
     other = measured_at_other_power(gpu.name)
     if other is None:
         return achievable_matmul_fraction(gpu.name, precision)
     measured, measured_w = other
-    return achievable_matmul_fraction(measured, precision) * clock_share(gpu.tdp_w, measured_w, gpu.idle_w)
+    share = min(1.0, clock_share(gpu.tdp_w, measured_w, gpu.idle_w))
+    return achievable_matmul_fraction(measured, precision) * share
