@@ -4,7 +4,8 @@
     python benchmarks/error_bands.py --workers 2
 
 One row per training-throughput case (``twin/validation/cases``) and per serving row
-(``cases/serving``): its id, group, GPU, stack or engine, and its error, predicted / published - 1.
+(``cases/serving``): its id, group, GPU, stack or engine (and a serving row's tensor-parallel size), and its
+error, predicted / published - 1.
 ``twin.bands`` reads the rows at run time, so a run never re-runs the validation
 (docs/calibrate.md, "Error bands"). Rerun after a change that moves the validation's numbers.
 """
@@ -21,8 +22,9 @@ TARGET = ROOT / "twin" / "catalog" / "data" / "error_bands.yaml"
 HEADER = """\
 # Errors of the twin on its own validation cases (predicted / published - 1), one row per case,
 # written by benchmarks/error_bands.py from `python -m twin validate` (twin/validation/cases).
-# twin.bands draws each answer's error band from the rows nearest to it (same stack and GPU,
-# then same stack, then same GPU, then all): docs/calibrate.md, "Error bands".
+# twin.bands draws each answer's error band from the rows nearest to it (serving: same engine, GPU
+# and tensor-parallel size; then same stack and GPU, then same stack, then same GPU, then all):
+# docs/calibrate.md, "Error bands".
 """
 
 
@@ -58,7 +60,8 @@ def serving_rows(workers: int) -> list[dict]:
     from twin.validation.serving import run_cases
 
     return [{"id": o.case.id, "group": o.case.group, "role": o.case.role, "gpu": o.case.gpu,
-             "engine": engine_family(o.case.engine), "metric": o.case.metric, "error": round(o.error, 5)}
+             "engine": engine_family(o.case.engine), "tensor": o.case.tensor, "metric": o.case.metric,
+             "error": round(o.error, 5)}
             for o in run_cases(workers=workers) if not math.isnan(o.error)]
 
 

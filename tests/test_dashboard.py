@@ -509,7 +509,7 @@ def test_the_serving_engine_knob_runs_another_release_and_its_own_band():
     engine = knob(at, "selectbox", "Serving engine")
     assert engine.value == "tensorrt-llm-0.13" and "vllm-0.6" in engine.options
     before = metric(at, "Output tokens/s")
-    assert "validation cases (engine trtllm on h100-sxm)" in next(m.help for m in at.metric
+    assert "validation cases (engine trtllm on h100-sxm at TP 8)" in next(m.help for m in at.metric
                                                                   if m.label == "Output tokens/s")
     engine.set_value("vllm-0.6")
     at.run()

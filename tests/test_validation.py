@@ -304,7 +304,7 @@ serving:
     output_tokens: {mean: 194.3, distribution: lognormal, max: 2044}
 """)
     assert result.run.output_tokens_per_s == pytest.approx(offline.predicted, rel=1e-12)
-    assert result.calibration.band.detail == "3 validation cases (engine vllm on a100-80gb)"
+    assert result.calibration.band.detail == "3 validation cases (engine vllm on a100-80gb at TP 1)"
 
 
 def test_serving_efficiencies_are_fitted_on_calibration_rows_only(serving_outcomes):

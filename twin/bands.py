@@ -4,9 +4,10 @@ The band of an answer is a factor ``f ≥ 1``: the truth is expected between ``v
 ``value · f``. It comes from one of two places (docs/calibrate.md, "Error bands"):
 
 - the twin's errors on its own validation cases nearest to the answer (catalog ``error_bands.yaml``,
-  written by ``benchmarks/error_bands.py``): the cases of the same software stack (or serving engine)
-  on the same GPU when there are at least ``MIN_CASES`` of them, else the same stack, else the same GPU,
-  else all; ``f = exp(q)`` with ``q`` the ``QUANTILE`` of their ``|ln(predicted / published)|``;
+  written by ``benchmarks/error_bands.py``): for a serving answer, the rows of the same engine on the same
+  GPU at the same tensor-parallel size when there are at least ``MIN_CASES`` of them; then the cases of the
+  same software stack (or serving engine) on the same GPU, else the same stack, else the same GPU, else
+  all; ``f = exp(q)`` with ``q`` the ``QUANTILE`` of their ``|ln(predicted / published)|``;
 - a site profile's residuals when the run uses one: ``f = 1 + band_fraction``.
 
 Time, energy, cost and carbon scale with the same step time, so one factor bands them all
@@ -25,7 +26,8 @@ from twin import catalog
 
 # The share of the nearest cases whose error the band must cover.
 QUANTILE = 0.9
-# Fewer nearest cases than this and the search widens (stack and GPU → stack → GPU → all).
+# Fewer nearest cases than this and the search widens (serving: engine, GPU and tensor-parallel size →) stack and
+# GPU → stack → GPU → all.
 MIN_CASES = 3
 # Headline numbers of each record kind that carry ``_low`` and ``_high`` keys beside them.
 TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
@@ -83,12 +85,15 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def nearest_band(kind: str, gpu: str, system: str, exclude: str | None = None) -> Band:
+def nearest_band(kind: str, gpu: str, system: str, exclude: str | None = None, tensor: int | None = None) -> Band:
     """The band from the validation cases of ``kind`` (training | serving) nearest to ``gpu`` and
-    ``system`` (the training stack or serving engine); ``exclude`` leaves one case out (to test the band)."""
+    ``system`` (the training stack or serving engine), and for a serving answer to its tensor-parallel size
+    ``tensor`` (the serving rows name theirs); ``exclude`` leaves one case out (to test the band)."""
     field = "stack" if kind == "training" else "engine"
     rows = [r for r in catalog.table("error_bands")[kind] if r["id"] != exclude]
-    tiers = ((f"{field} {system} on {gpu}", lambda r: r[field] == system and r["gpu"] == gpu),
+    same_tp = ((f"{field} {system} on {gpu} at TP {tensor}",
+                lambda r: r[field] == system and r["gpu"] == gpu and r.get("tensor") == tensor),) if tensor else ()
+    tiers = same_tp + ((f"{field} {system} on {gpu}", lambda r: r[field] == system and r["gpu"] == gpu),
              (f"{field} {system}", lambda r: r[field] == system),
              (f"GPU {gpu}", lambda r: r["gpu"] == gpu),
              (f"every {kind} case", lambda r: True))

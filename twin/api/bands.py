@@ -15,16 +15,17 @@ if TYPE_CHECKING:
 R = TypeVar("R", "TrainingResult", "ServingResult")
 
 
-def calibration_of(scenario: Scenario, kind: str, gpu: str, system: str) -> Calibration:
+def calibration_of(scenario: Scenario, kind: str, gpu: str, system: str, tensor: int | None = None) -> Calibration:
     """The band of an answer of ``kind`` (training | serving) on ``gpu`` with ``system`` (its stack or
-    serving engine): the site profile's when the scenario names one, else the nearest validation cases'."""
+    serving engine; ``tensor``: a serving replica's tensor-parallel size): the site profile's when the
+    scenario names one, else the nearest validation cases'."""
     if scenario.site.profile is not None:
         from twin.profile import load_profile   # only for a scenario with a site profile
 
         profile = load_profile(scenario.site.profile)
         return Calibration(profile_band(profile.band_fraction, profile.name), profile.name, profile.path,
                            profile.sha256)
-    return Calibration(nearest_band(kind, gpu, system))
+    return Calibration(nearest_band(kind, gpu, system, tensor=tensor))
 
 
 def node_gpu(node: str) -> str:
@@ -40,7 +41,8 @@ def scenario_calibration(scenario: Scenario) -> Calibration:
         return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
     from twin.serving.profiles import engine_family     # the serving twin's catalog: only for a serving answer
 
-    return calibration_of(scenario, "serving", gpu, engine_family(scenario.serving.engine.profile))
+    serving = scenario.serving
+    return calibration_of(scenario, "serving", gpu, engine_family(serving.engine.profile), serving.parallelism.tensor)
 
 
 def calibrated(result: R, scenario: Scenario) -> R:

@@ -135,10 +135,11 @@ def _section(jobs: Jobs, i: int) -> tuple[str, Serving | Training, str]:
     return template, section, f"jobs.list[{i}].serving" if job.serving else f"jobs.templates.{template}"
 
 
-def _engines(jobs: Jobs, services: dict[str, Service]) -> dict[str, str]:
-    """The engine profile each service runs, by its template."""
+def _engines(jobs: Jobs, services: dict[str, Service]) -> dict[str, tuple[str, int]]:
+    """The engine profile each service runs and its replicas' tensor-parallel size, by its template."""
     sections = (_section(jobs, i) for i in range(len(jobs.list)))
-    engines = {template: section.engine.profile for template, section, _ in sections if isinstance(section, Serving)}
+    engines = {template: (section.engine.profile, section.parallelism.tensor)
+               for template, section, _ in sections if isinstance(section, Serving)}
     return {name: engines[name] for name in services}
 
 

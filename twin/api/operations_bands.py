@@ -40,15 +40,15 @@ Play = Callable[[dict[tuple[str, int], Shape]], tuple[ClusterRun, Accounts]]
 
 
 def template_bands(scenario: Scenario, gpu: str, trainings: dict[str, Training],
-                   services: dict[str, str]) -> dict[str, Calibration]:
-    """Each job template's band: its stack's on ``gpu`` for training, its serving engine's for a service
-    (``services``: each service's engine profile, by its template)."""
+                   services: dict[str, tuple[str, int]]) -> dict[str, Calibration]:
+    """Each job template's band: its stack's on ``gpu`` for training, its serving engine's at its tensor-parallel
+    size for a service (``services``: each service's engine profile and tensor-parallel size, by its template)."""
     bands = {}
     for name, training in trainings.items():
         stack = training.stack if isinstance(training.stack, str) else training.stack.name
         bands[name] = calibration_of(scenario, "training", gpu, stack)
-    for name, profile in services.items():
-        bands[name] = calibration_of(scenario, "serving", gpu, engine_family(profile))
+    for name, (profile, tensor) in services.items():
+        bands[name] = calibration_of(scenario, "serving", gpu, engine_family(profile), tensor)
     return bands
 
 

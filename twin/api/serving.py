@@ -77,8 +77,10 @@ def simulate_serving(scenario: Scenario) -> ServingResult:
 
 
 def _band(scenario: Scenario, d: Deployment) -> Calibration:
-    """The serving band of a deployment: its engine's validation rows on its GPU (or the site profile)."""
-    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, engine_family(d.spec.engine.profile))
+    """The serving band of a deployment: its engine's validation rows on its GPU at its tensor-parallel size (or
+    the site profile)."""
+    return calibration_of(scenario, "serving", d.cluster.node.gpu.name, engine_family(d.spec.engine.profile),
+                          d.spec.tensor)
 
 
 def _answer(scenario: Scenario, d: Deployment) -> ServingResult:
