@@ -272,7 +272,9 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
         return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0,
                        hops[0], nvls_scale, pattern="nvls")]
     blk = srt.reshape(groups, m, k)                  # hierarchical
-    intra = _phase([(blk, np.roll(blk, -1, axis=2), 1.0)], groups, (k - 1) / k, hops[0], pattern="node-ring")
+    shifts = range(1, k) if mesh else (1,)           # on a mesh, rings in every order (``ring_flows``)
+    intra = _phase([(blk, np.roll(blk, -s, axis=2), 1.0 / len(shifts)) for s in shifts], groups, (k - 1) / k,
+                   hops[0], pattern="node-ring")
     inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k, hops[1],
                    pattern="rail-rings")
     return [intra, inter, intra]
