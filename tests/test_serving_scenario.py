@@ -129,6 +129,19 @@ def test_gpu_rental_adds_gpu_hours_per_million_tokens():
     assert r["cost_per_million_output_tokens_eur"]["FR"] == pytest.approx(3 * hours)
 
 
+def test_a_power_cap_slows_prefill_by_the_capped_clock_and_leaves_decode_to_the_memory():
+    """Under ``cluster.gpu_power_cap`` the clock falls to ((cap - idle) / (TDP - idle))^(1/3) (docs/power.md): a
+    lone 4,000-token prompt, compute-bound, takes about 1/clock longer; the memory-bound decode hardly moves."""
+    lone = {"serving.load": {"rate": "0.5/s", "requests": 100, "input_tokens": {"mean": 4000},
+                             "output_tokens": {"mean": 64}}, "serving.slo": None}
+    free = answer(**lone).to_dict()
+    capped = answer(**lone, **{"cluster.gpu_power_cap": "400 W"}).to_dict()
+    clock = ((400 - 70) / (700 - 70)) ** (1 / 3)
+    assert 1.1 < capped["ttft_s"]["p50"] / free["ttft_s"]["p50"] <= 1 / clock
+    assert capped["tpot_s"]["p50"] == pytest.approx(free["tpot_s"]["p50"], rel=0.05)
+    assert capped["power"]["gpu_avg_w"] < free["power"]["gpu_avg_w"]
+
+
 def test_seven_mig_replicas_occupy_one_gpu_and_draw_less_than_it():
     r = answer(**{"serving.mig": "1g.10gb", "serving.precision": "int4", "serving.replicas": 7}).to_dict()
     assert r["memory_fits"] and r["gpus_used"] == 1 and r["deployment"]["instances_used"] == 7

@@ -14,7 +14,6 @@ from dataclasses import dataclass, fields, replace
 
 from twin import catalog
 from twin.errors import ScenarioError
-from twin.units import parse_quantity
 
 # Precisions whose tensor-core rate equals bf16's, for the achievable-matmul table.
 _SAME_AS_BF16 = {"bf16", "fp16", "tf32", "fp32"}
@@ -78,15 +77,6 @@ def achievable_matmul_fraction(gpu: str, precision: str) -> float:
     table = catalog.table("calibration")["achievable_matmul"]
     row = table.get("bf16" if precision in _SAME_AS_BF16 else precision, {})
     return float(row.get(gpu, table["default"]))
-
-
-def measured_at_other_power(gpu: str) -> tuple[str, float] | None:
-    """(the GPU whose matmul ceiling ``gpu`` takes, the power it was measured at in W) for a GPU built to a
-    different power than the one measured (``achievable_matmul.power_scaled``), else None."""
-    row = (catalog.table("calibration")["achievable_matmul"].get("power_scaled") or {}).get(gpu)
-    if row is None:
-        return None
-    return row["of"], parse_quantity(row["measured_at"], "power", f"calibration achievable_matmul.power_scaled.{gpu}")
 
 
 def flash2_peak_fraction(gpu: str) -> float | None:

@@ -38,6 +38,7 @@ from twin.operations.metrics import PowerUse, completion, power_use, timeline, u
 from twin.operations.scheduler import Policy
 from twin.operations.steps import StepTimes
 from twin.operations.traces import read_trace
+from twin.power.capping import power_cap_factor
 from twin.power.country import site_and_compared
 from twin.power.devices import gpu_power, node_power
 from twin.power.site import SiteSpec
@@ -106,7 +107,8 @@ def _service(name: str, sv: Serving, cluster: ClusterSpec, efficiency: Efficienc
     from twin.serving.deployment import simulate as serve
 
     spec = serving_spec_of(sv)
-    rep = replica(spec, cluster, ServingEfficiency.calibrated(), efficiency, where)
+    rep = replica(spec, cluster, ServingEfficiency.calibrated(), efficiency, where,
+                  power_cap_factor(cluster.node.gpu, cluster.gpu_power_cap_w))
     if rep.profile is None and rep.devices > cluster.node.gpus:
         raise ScenarioError(f"{where}.parallelism", f"a replica of {rep.devices} GPUs spans nodes; a serving job's "
                             f"replicas run within one node of {cluster.node.gpus} GPUs")

@@ -17,6 +17,7 @@ from twin.calibration import Efficiency, ServingEfficiency
 from twin.cores import shared_map, split_map
 from twin.hardware.specs import ClusterSpec
 from twin.power.api_prices import ApiComparison, compare_apis
+from twin.power.capping import power_cap_factor
 from twin.power.serving import ServingPower, serving_power
 from twin.power.site import SiteSpec
 from twin.results import CapacityResult, ServingResult
@@ -58,7 +59,8 @@ def deployments(scenario: Scenario) -> list[Deployment]:
         spec = serving_spec_of(sv, alternative)
         cluster = (cluster_of(scenario.cluster) if alternative is None
                    else alternative_cluster_of(scenario.cluster, alternative))
-        rep = replica(spec, cluster, serving_eff, efficiency, where)
+        clock = power_cap_factor(cluster.node.gpu, cluster.gpu_power_cap_w)
+        rep = replica(spec, cluster, serving_eff, efficiency, where, clock)
         out.append(Deployment(where, alternative.name if alternative else None, spec, cluster, rep))
     return out
 

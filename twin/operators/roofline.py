@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from twin.calibration import Efficiency, flash1_speed_vs_flash2, flash2_peak_fraction, triton_speed_vs_flash2
-from twin.hardware.clock import achievable_matmul_share
+from twin.calibration import (Efficiency, achievable_matmul_fraction, flash1_speed_vs_flash2, flash2_peak_fraction,
+                              triton_speed_vs_flash2)
 from twin.hardware.specs import GPUSpec
 from twin.operators.gemm import TileShape, compute_factor, tile_shape
 from twin.workload.finetune import GEMM_OPERAND_BYTES
@@ -114,7 +114,7 @@ class OperatorModel:
 
     def achievable_flops(self, precision: str) -> float:
         """The GPU's measured maximum achievable matmul FLOP/s at ``precision``."""
-        return self.gpu.peak(precision) * achievable_matmul_share(self.gpu, precision)
+        return self.gpu.peak(precision) * achievable_matmul_fraction(self.gpu.name, precision)
 
     @cached_property
     def memory_Bps(self) -> float:

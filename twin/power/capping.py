@@ -1,7 +1,10 @@
 """A GPU power cap: lower power, and in compute-bound work, lower throughput.
 
-Under a cap the GPU lowers its clock until its power fits (the law in ``hardware/clock.py``):
-a compute-bound kernel that drew the full TDP at clock ``f0`` runs at
+Under a cap the GPU lowers its clock until its power fits. Dynamic CMOS power is
+``a·C·V²·f`` and, over the DVFS range, voltage scales with frequency, so dynamic
+power goes as ``f^k`` (``k`` = ``capping.dynamic_power_exponent`` in
+``catalog/data/power.yaml``, 3 for V ∝ f). Idle (static) power does not scale.
+A compute-bound kernel that drew the full TDP at clock ``f0`` therefore runs at
 
     f / f0 = ((cap - idle) / (TDP - idle)) ** (1 / k)
 
@@ -12,9 +15,13 @@ applied through ``OperatorModel.power_cap_factor`` (tensor-core work only).
 
 from __future__ import annotations
 
+from twin import catalog
 from twin.errors import ScenarioError
-from twin.hardware.clock import clock_share
 from twin.hardware.specs import GPUSpec
+
+
+def dynamic_power_exponent() -> float:
+    return float(catalog.table("power")["capping"]["dynamic_power_exponent"])
 
 
 def check_cap(gpu: GPUSpec, cap_w: float | None, field: str = "cluster.gpu_power_cap") -> None:
@@ -29,7 +36,8 @@ def clock_factor(gpu: GPUSpec, cap_w: float | None) -> float:
     if cap_w is None or cap_w >= gpu.tdp_w:
         return 1.0
     check_cap(gpu, cap_w)
-    return clock_share(cap_w, gpu.tdp_w, gpu.idle_w)
+    share = (cap_w - gpu.idle_w) / (gpu.tdp_w - gpu.idle_w)
+    return share ** (1.0 / dynamic_power_exponent())
 
 
 def power_cap_factor(gpu: GPUSpec, cap_w: float | None) -> float:

@@ -272,12 +272,14 @@ def _split(batch: Batch, parts: int) -> Batch:
 def iteration_model(model: ModelSpec, gpu, precision: str, kv_precision: str, comm: CommModel,
                     tensor: GroupShape, pipeline: GroupShape, memory: MemoryPlan,
                     efficiency: ServingEfficiency, training_efficiency,
-                    engine: EngineSpec = EngineSpec()) -> IterationModel:
-    """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance) under ``engine``."""
+                    engine: EngineSpec = EngineSpec(), compute_clock: float = 1.0) -> IterationModel:
+    """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance) under ``engine``;
+    ``compute_clock``: the share of its clock a power cap leaves tensor-core work."""
     eff = efficiency.operator_efficiency(training_efficiency)
     gemm = GEMM_PRECISION[precision]
     weight = WEIGHT_BYTES[precision] if precision == "int4" else None
-    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False, shape_aware=True)
+    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False, shape_aware=True,
+                        power_cap_factor=compute_clock)
     head_ops = replace(ops, precision="fp16" if gemm == "fp16" else "bf16", weight_bytes=None)
     return IterationModel(model, ops, head_ops, comm, tensor, pipeline, memory, kv_precision,
                           efficiency.iteration_overhead_s, gpu.host_memory_Bps, engine)

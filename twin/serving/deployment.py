@@ -124,11 +124,12 @@ def check_precision(gpu: GPUSpec, precision: str, kv_cache: str, where: str = "s
 
 
 def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficiency,
-            training_efficiency: Efficiency, where: str = "serving") -> Replica:
+            training_efficiency: Efficiency, where: str = "serving", compute_clock: float = 1.0) -> Replica:
     """One replica on ``cluster``: its GPU (or MIG instance), memory plan and iteration model.
 
     ``where`` is the scenario key the deployment comes from (``serving``, ``serving.compare[0]``),
-    which errors name.
+    which errors name; ``compute_clock`` the share of its clock a power cap leaves compute-bound work
+    (``power.capping.power_cap_factor``; 1 uncapped).
     """
     node = cluster.node
     gpu, profile = node.gpu, None
@@ -167,7 +168,7 @@ def replica(spec: ServingSpec, cluster: ClusterSpec, efficiency: ServingEfficien
     pipeline = GroupShape(spec.pipeline, max(1, min(spec.pipeline, stage_nodes)))
     comm = CommModel(cluster, training_efficiency)
     it = iteration_model(m, gpu, spec.precision, spec.kv_cache, comm, tensor, pipeline, mem,
-                         efficiency, training_efficiency, spec.engine)
+                         efficiency, training_efficiency, spec.engine, compute_clock)
     return Replica(gpu, profile, mem, it, devices, count)
 
 
