@@ -101,7 +101,8 @@ def _server(node: NodeSpec, index: int, su: int) -> tuple[list[tuple], list[tupl
         pair_Bps = node.gpu.nvlink_per_direction_Bps / max(1, gpus - 1)
         links += [(("gpu", index, a), ("gpu", index, b), pair_Bps, "nvlink")
                   for a in range(gpus) for b in range(a + 1, gpus)]
-        links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie") for local in range(gpus)]
+        links += [(("gpu", index, local), ("nic", index, nic_of[local]), node.pcie_Bps, "pcie")
+                  for local in range(gpus)]
     elif node.intra == "pcie":
         switches = max(1, nics)
         for sw in range(switches):

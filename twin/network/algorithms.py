@@ -209,7 +209,8 @@ def _phase(parts: list[tuple[np.ndarray, np.ndarray, float]], groups: int, volum
                  hops, groups, intra_scale, pattern)
 
 
-def ring_flows(members: np.ndarray, gpus_per_node: int, mesh: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
+def ring_flows(members: np.ndarray, gpus_per_node: int,
+               mesh: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """Flows of NCCL's rings over every group (weights: share of the bus volume).
 
     ``mesh``: the node's GPUs are joined pair by pair (no switch). NCCL's channels then run rings in different
