@@ -21,6 +21,7 @@ import yaml
 
 from twin import catalog
 from twin.calibration import Efficiency, achievable_matmul_fraction
+from twin.hardware.specs import gpu_spec
 from twin.cli import main
 from twin.errors import ScenarioError
 from twin.validation import load_cases, run_cases, summarize
@@ -242,6 +243,31 @@ SERVING_GROUP_BOUNDS = {
     # Every row of each role (docs/serving.md, "Calibration and validation": 9.5% and 25.1% measured).
     "all calibration rows": 0.11, "all check rows": 0.27,
 }
+
+
+# Mean absolute error allowed per operator group (fraction), measured + margin (docs/validation.md, "Operators").
+GEMM_GROUP_BOUNDS = {"a100-80gb decode-sized": 0.16, "a100-80gb prefill-sized": 0.15, "h100-sxm decode-sized": 0.21,
+                     "h100-sxm prefill-sized": 0.25, "every GEMM": 0.19}
+
+
+def test_operator_checks_hold_their_bounds_and_price_as_the_serving_twin_does():
+    """Vidur's measured float16 GEMMs against the serving twin's operator model: every group within its bound,
+    and each GEMM priced exactly as a serving iteration prices it (same shapes, same operator model)."""
+    from twin.calibration import ServingEfficiency
+    from twin.serving.batching import dense_gemm_shapes, serving_operators
+    from twin.validation.operators import run_gemms, summarize as summarize_gemms
+    from twin.workload.model import model_spec
+
+    outcomes = run_gemms()
+    assert len(outcomes) == 384 and {o.gpu for o in outcomes} == {"h100-sxm", "a100-80gb"}
+    for g in summarize_gemms(outcomes):
+        assert g.mae <= GEMM_GROUP_BOUNDS[g.name], (g.name, g.mae)
+    one = next(o for o in outcomes if o.model == "llama2-70b" and o.tensor == 8 and o.tokens == 4096 and o.gemm == "down")
+    ops = serving_operators(gpu_spec(one.gpu), "fp16",
+                            ServingEfficiency.calibrated(), Efficiency.calibrated())
+    m, n, k, count = dense_gemm_shapes(model_spec("llama2-70b"), 4096, 8)[3]
+    assert (m, n, k) == (4096, 8192, 28672 / 8)
+    assert one.predicted_s == pytest.approx(ops.matmul_s(m, n, k, count))
 
 
 @pytest.fixture(scope="module")

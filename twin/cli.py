@@ -328,7 +328,8 @@ def _fit_parser(sub) -> None:
 
 def _file_parsers(sub) -> None:
     val = sub.add_parser("validate",
-                         help="compare the twin with published training and serving runs (docs/validation.md)")
+                         help="compare the twin with published training and serving runs and measured GEMM kernels "
+                              "(docs/validation.md)")
     val.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE")
     val.add_argument("--cases", metavar="YAML", nargs="+", help="case files to run instead of the shipped ones")
     val.set_defaults(func=_cmd_validate)

@@ -184,14 +184,14 @@ class IterationModel:
         """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""
         m, ops, t = self.model, self.ops, self.tensor.ranks
         h, f = m.hidden, m.ffn_hidden
-        shapes = [(tokens, (h + 2 * m.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0)]
-        ffn_in = (m.ffn_matrices - 1) * f / t
         if m.is_moe:
+            ffn_in = (m.ffn_matrices - 1) * f / t
             used = m.experts * (1.0 - (1.0 - m.top_k / m.experts) ** tokens)   # experts any token picks
             per_expert = tokens * m.top_k / used
-            shapes += [(tokens, m.experts, h, 1.0), (per_expert, ffn_in, h, used), (per_expert, h, f / t, used)]
+            shapes = [*dense_gemm_shapes(m, tokens, t)[:2], (tokens, m.experts, h, 1.0),
+                      (per_expert, ffn_in, h, used), (per_expert, h, f / t, used)]
         else:
-            shapes += [(tokens, ffn_in, h, 1.0), (tokens, h, f / t, 1.0)]
+            shapes = dense_gemm_shapes(m, tokens, t)
         compute = memory = 0.0
         for rows, n, k, count in shapes:
             s, compute_s = ops.matmul_and_compute_s(rows, n, k, count)
@@ -269,17 +269,30 @@ def _split(batch: Batch, parts: int) -> Batch:
                  batch.prefill_pairs / parts, batch.prefill_context / parts, -(-batch.prefill_done // parts))
 
 
+def dense_gemm_shapes(model: ModelSpec, tokens: float, tensor: int) -> list[tuple[float, float, float, float]]:
+    """The GEMMs of one dense layer for ``tokens`` tokens on one of ``tensor`` ranks, as (m, n, k, count): QKV,
+    attention output, FFN in (gate and up fused), FFN out."""
+    h, f, t = model.hidden, model.ffn_hidden, tensor
+    return [(tokens, (h + 2 * model.kv_dim) / t, h, 1.0), (tokens, h, h / t, 1.0),
+            (tokens, (model.ffn_matrices - 1) * f / t, h, 1.0), (tokens, h, f / t, 1.0)]
+
+
+def serving_operators(gpu, precision: str, efficiency: ServingEfficiency, training_efficiency,
+                      compute_clock: float = 1.0) -> OperatorModel:
+    """The operator model of a serving replica's GEMMs at ``precision``, with the serving efficiencies (int4:
+    4-bit weights read, 16-bit GEMMs); ``compute_clock``: the share of its clock a power cap leaves."""
+    weight = WEIGHT_BYTES[precision] if precision == "int4" else None
+    return OperatorModel(gpu, GEMM_PRECISION[precision], efficiency.operator_efficiency(training_efficiency),
+                         weight_bytes=weight, separate_fp8_cast=False, shape_aware=True, power_cap_factor=compute_clock)
+
+
 def iteration_model(model: ModelSpec, gpu, precision: str, kv_precision: str, comm: CommModel,
                     tensor: GroupShape, pipeline: GroupShape, memory: MemoryPlan,
                     efficiency: ServingEfficiency, training_efficiency,
                     engine: EngineSpec = EngineSpec(), compute_clock: float = 1.0) -> IterationModel:
     """The iteration model of one replica on ``gpu`` (a whole GPU or a MIG instance) under ``engine``;
     ``compute_clock``: the share of its clock a power cap leaves tensor-core work."""
-    eff = efficiency.operator_efficiency(training_efficiency)
-    gemm = GEMM_PRECISION[precision]
-    weight = WEIGHT_BYTES[precision] if precision == "int4" else None
-    ops = OperatorModel(gpu, gemm, eff, weight_bytes=weight, separate_fp8_cast=False, shape_aware=True,
-                        power_cap_factor=compute_clock)
-    head_ops = replace(ops, precision="fp16" if gemm == "fp16" else "bf16", weight_bytes=None)
+    ops = serving_operators(gpu, precision, efficiency, training_efficiency, compute_clock)
+    head_ops = replace(ops, precision="fp16" if ops.precision == "fp16" else "bf16", weight_bytes=None)
     return IterationModel(model, ops, head_ops, comm, tensor, pipeline, memory, kv_precision,
                           efficiency.iteration_overhead_s, gpu.host_memory_Bps, engine)

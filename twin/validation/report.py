@@ -7,6 +7,10 @@ import math
 from twin.outputs import write_atomic
 from twin.report import table
 from twin.validation.metrics import METRICS
+from twin.validation.operators import CHECK_TOLERANCE as GEMM_TOLERANCE
+from twin.validation.operators import DECODE_TOKENS, GemmGroup, GemmOutcome, run_gemms
+from twin.validation.operators import source as gemm_source
+from twin.validation.operators import summarize as summarize_gemms
 from twin.validation.runner import Outcome, Summary
 from twin.validation.serving import GROUPS, SERVING_METRICS, ServingGroup, ServingOutcome, by_engine_and_kind, sources
 from twin.validation.serving import run_cases as run_serving
@@ -171,6 +175,34 @@ def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup])
     return "\n".join(out)
 
 
+# -- operators ------------------------------------------------------------------------------
+
+GEMM_GROUP_HEADER = ["GPU and size", "GEMMs", "mean abs error", "median", "range", "tolerance"]
+GEMM_TITLE = (f"Operators: GEMM times against measured kernels (Vidur, float16; decode-sized: at most "
+              f"{DECODE_TOKENS} tokens)")
+
+
+def gemm_group_rows(groups: list[GemmGroup]) -> list[list[str]]:
+    verdict = lambda g: f"≤ {100 * GEMM_TOLERANCE:.0f}%: " + ("met" if g.mae <= GEMM_TOLERANCE else "NOT met")
+    return [[g.name, str(g.rows), _mape(g.mae), _pct(g.median), f"{_pct(g.low)} … {_pct(g.high)}", verdict(g)]
+            for g in groups]
+
+
+def gemm_text(groups: list[GemmGroup]) -> str:
+    return "\n".join([GEMM_TITLE, "", table(gemm_group_rows(groups), GEMM_GROUP_HEADER)])
+
+
+def gemm_markdown(outcomes: list[GemmOutcome], groups: list[GemmGroup]) -> str:
+    """The generated operator part of docs/validation.md: each group, then every GEMM."""
+    rows = [[o.gpu, o.model, str(o.tensor), f"{o.tokens:,}", o.gemm, f"{o.measured_s * 1e6:,.1f}",
+             f"{o.predicted_s * 1e6:,.1f}", _pct(o.error)] for o in outcomes]
+    return "\n".join(["## Operator results", "", f"Source: {gemm_source()} (rows in "
+                      "twin/validation/cases/operators/vidur_gemm.yaml)", "", "### Per GPU and size", "",
+                      _md_table(gemm_group_rows(groups), GEMM_GROUP_HEADER), "", "### Every GEMM", "",
+                      _md_table(rows, ["GPU", "model", "TP", "tokens", "GEMM", "measured µs", "predicted µs",
+                                       "error"]), ""])
+
+
 BEGIN_MARK = "<!-- BEGIN GENERATED: python -m twin validate --markdown docs/validation.md -->"
 END_MARK = "<!-- END GENERATED -->"
 
@@ -201,6 +233,7 @@ def write_report(markdown_path: str | None = None, case_files: list[str] | None 
     summary = summarize(outcomes)
     serving = run_serving(workers=workers) if case_files is None else []
     groups = summarize_serving(serving)
+    gemms = run_gemms() if case_files is None else []
     if markdown_path:
         rows = catalog.table("calibration")
         efficiencies = {name: rows[name] for name in Efficiency.names()}
@@ -209,6 +242,9 @@ def write_report(markdown_path: str | None = None, case_files: list[str] | None 
         generated = markdown(outcomes, summary, efficiencies)
         if serving:
             generated += "\n" + serving_markdown(serving, groups)
+        if gemms:
+            generated += "\n" + gemm_markdown(gemms, summarize_gemms(gemms))
         write_atomic(path, splice(existing, generated))
     report = text(outcomes, summary)
-    return report + ("\n\n" + serving_text(serving, groups) if serving else "")
+    report += "\n\n" + serving_text(serving, groups) if serving else ""
+    return report + ("\n\n" + gemm_text(summarize_gemms(gemms)) if gemms else "")
