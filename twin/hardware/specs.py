@@ -71,6 +71,11 @@ class NodeSpec:
     source: str
 
     @property
+    def nvlink_mesh(self) -> bool:
+        """GPUs joined pair by pair by NVLink, no switch: NCCL's rings run in every order over the links."""
+        return self.intra == "nvlink-mesh"
+
+    @property
     def host_power_w(self) -> float:
         """Everything in the node but the GPUs, at full load: max power less the GPUs' TDP."""
         return max(0.0, self.max_power_w - self.gpus * self.gpu.tdp_w)

@@ -219,14 +219,18 @@ def ring_flows(members: np.ndarray, gpus_per_node: int,
     srt, m, k, uniform = layout(members, gpus_per_node)
     groups = len(srt)
     if m == 1 or not uniform or k == 1:
-        n = srt.shape[1]
-        if mesh and m == 1 and n > 2:
-            return [(srt, np.roll(srt, -s, axis=1), 1.0 / (n - 1)) for s in range(1, n)]
-        return [(srt, np.roll(srt, -1, axis=1), 1.0)]
+        return _rings(srt, 1, srt.shape[1], mesh and m == 1, 1.0)
     blk = srt.reshape(groups, m, k)
-    shifts = range(1, k) if mesh else (1,)
-    return [(blk, np.roll(blk, -s, axis=2), (k - 1) / k / len(shifts)) for s in shifts] + [   # across the node
-            (blk, np.roll(blk, -1, axis=1), 1.0 / k)]            # to the same rail of the next node
+    return (_rings(blk, 2, k, mesh, (k - 1) / k)                 # across the node
+            + [(blk, np.roll(blk, -1, axis=1), 1.0 / k)])        # to the same rail of the next node
+
+
+def _rings(members: np.ndarray, axis: int, k: int, every_order: bool,
+           weight: float) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """A ring over the ``k`` members along ``axis`` carrying ``weight`` of the bus volume: in one order, or in
+    every order (each member to every other, the weight split evenly: NCCL's channels on a mesh node)."""
+    shifts = range(1, k) if every_order and k > 1 else (1,)
+    return [(members, np.roll(members, -s, axis=axis), weight / len(shifts)) for s in shifts]
 
 
 def ring_hops(steps: int, n: int, m: int) -> Hops:
@@ -273,9 +277,7 @@ def all_reduce_phases(algorithm: str, members: np.ndarray, gpus_per_node: int,
         return [_phase([(srt, np.full_like(srt, -1), 1.0), (np.full_like(srt, -1), srt, 1.0)], groups, 1.0,
                        hops[0], nvls_scale, pattern="nvls")]
     blk = srt.reshape(groups, m, k)                  # hierarchical
-    shifts = range(1, k) if mesh else (1,)           # on a mesh, rings in every order (``ring_flows``)
-    intra = _phase([(blk, np.roll(blk, -s, axis=2), 1.0 / len(shifts)) for s in shifts], groups, (k - 1) / k,
-                   hops[0], pattern="node-ring")
+    intra = _phase(_rings(blk, 2, k, mesh, 1.0), groups, (k - 1) / k, hops[0], pattern="node-ring")
     inter = _phase([(blk, np.roll(blk, -1, axis=1), 1.0)], groups, 2 * (m - 1) / m / k, hops[1],
                    pattern="rail-rings")
     return [intra, inter, intra]

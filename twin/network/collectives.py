@@ -187,7 +187,7 @@ class CommModel:
             return memo[key]
         members = self.members(group)
         gpn = self.cluster.node.gpus
-        mesh = self.cluster.node.intra == "nvlink-mesh"
+        mesh = self.cluster.node.nvlink_mesh
         if op == "all_reduce":
             if algorithm == "nvls" and not self.nvls_capable:
                 phases = None

@@ -198,8 +198,7 @@ class StepTimes:
                 elif kind == "pipeline":
                     phase = alg.send_recv_phase(members, self.gpus_per_node)
                 else:
-                    mesh = self.cluster.node.intra == "nvlink-mesh"
-                    phase = alg.ring_phase(members, self.gpus_per_node, 1.0, 1, mesh)
+                    phase = alg.ring_phase(members, self.gpus_per_node, 1.0, 1, self.cluster.node.nvlink_mesh)
                 flow, link = fab.route_many(phase.src, phase.dst)
                 load = phase.weight[flow]
                 on_pool = np.isin(link, list(self._pool_key))

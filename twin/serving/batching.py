@@ -283,7 +283,8 @@ def serving_operators(gpu, precision: str, efficiency: ServingEfficiency, traini
     4-bit weights read, 16-bit GEMMs); ``compute_clock``: the share of its clock a power cap leaves."""
     weight = WEIGHT_BYTES[precision] if precision == "int4" else None
     return OperatorModel(gpu, GEMM_PRECISION[precision], efficiency.operator_efficiency(training_efficiency),
-                         weight_bytes=weight, separate_fp8_cast=False, shape_aware=True, power_cap_factor=compute_clock)
+                         weight_bytes=weight, separate_fp8_cast=False, shape_aware=True,
+                         power_cap_factor=compute_clock)
 
 
 def iteration_model(model: ModelSpec, gpu, precision: str, kv_precision: str, comm: CommModel,

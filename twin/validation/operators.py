@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-import numpy as np
-
 from twin.calibration import Efficiency, ServingEfficiency
 from twin.catalog import load_yaml
 from twin.hardware.specs import gpu_spec
 from twin.serving.batching import dense_gemm_shapes, serving_operators
 from twin.units import SECONDS_PER_MS
+from twin.validation.serving import ServingGroup, error_group
 from twin.workload.model import model_spec
 
 CASE_FILE = "vidur_gemm.yaml"
@@ -27,8 +26,6 @@ CASE_FILE = "vidur_gemm.yaml"
 GEMMS = ("QKV", "attention output", "gate/up", "down")
 # Token counts up to this are decode batches: the GEMM reads its whole weight for a few rows.
 DECODE_TOKENS = 64
-# Mean absolute error an operator group is held to (a check; the serving rows' own tolerance).
-CHECK_TOLERANCE = 0.25
 
 
 @dataclass(frozen=True)
@@ -49,16 +46,6 @@ class GemmOutcome:
     def group(self) -> str:
         size = "decode-sized" if self.tokens <= DECODE_TOKENS else "prefill-sized"
         return f"{self.gpu} {size}"
-
-
-@dataclass(frozen=True)
-class GemmGroup:
-    name: str
-    rows: int
-    mae: float
-    median: float
-    low: float
-    high: float
 
 
 def source() -> str:
@@ -83,13 +70,9 @@ def run_gemms() -> list[GemmOutcome]:
     return out
 
 
-def summarize(outcomes: list[GemmOutcome]) -> list[GemmGroup]:
-    """One line per GPU and size, in the order met, then every GEMM."""
+def summarize(outcomes: list[GemmOutcome]) -> list[ServingGroup]:
+    """One line per GPU and size, in the order met, then every GEMM: check groups, held to the serving rows'
+    tolerance."""
     names = list(dict.fromkeys(o.group for o in outcomes))
     members = [(name, [o for o in outcomes if o.group == name]) for name in names] + [("every GEMM", outcomes)]
-    out = []
-    for name, rows in members:
-        errors = np.array([o.error for o in rows])
-        out.append(GemmGroup(name, len(rows), float(np.mean(np.abs(errors))), float(np.median(errors)),
-                             float(errors.min()), float(errors.max())))
-    return out
+    return [error_group(name, name, "check", [o.error for o in rows]) for name, rows in members]

@@ -6,9 +6,9 @@ import math
 
 from twin.outputs import write_atomic
 from twin.report import table
+from twin.units import SECONDS_PER_US
 from twin.validation.metrics import METRICS
-from twin.validation.operators import CHECK_TOLERANCE as GEMM_TOLERANCE
-from twin.validation.operators import DECODE_TOKENS, GemmGroup, GemmOutcome, run_gemms
+from twin.validation.operators import DECODE_TOKENS, GemmOutcome, run_gemms
 from twin.validation.operators import source as gemm_source
 from twin.validation.operators import summarize as summarize_gemms
 from twin.validation.runner import Outcome, Summary
@@ -177,28 +177,21 @@ def serving_markdown(outcomes: list[ServingOutcome], groups: list[ServingGroup])
 
 # -- operators ------------------------------------------------------------------------------
 
-GEMM_GROUP_HEADER = ["GPU and size", "GEMMs", "mean abs error", "median", "range", "tolerance"]
 GEMM_TITLE = (f"Operators: GEMM times against measured kernels (Vidur, float16; decode-sized: at most "
               f"{DECODE_TOKENS} tokens)")
 
 
-def gemm_group_rows(groups: list[GemmGroup]) -> list[list[str]]:
-    verdict = lambda g: f"≤ {100 * GEMM_TOLERANCE:.0f}%: " + ("met" if g.mae <= GEMM_TOLERANCE else "NOT met")
-    return [[g.name, str(g.rows), _mape(g.mae), _pct(g.median), f"{_pct(g.low)} … {_pct(g.high)}", verdict(g)]
-            for g in groups]
+def gemm_text(groups: list[ServingGroup]) -> str:
+    return "\n".join([GEMM_TITLE, "", table(serving_group_rows(groups), SERVING_GROUP_HEADER)])
 
 
-def gemm_text(groups: list[GemmGroup]) -> str:
-    return "\n".join([GEMM_TITLE, "", table(gemm_group_rows(groups), GEMM_GROUP_HEADER)])
-
-
-def gemm_markdown(outcomes: list[GemmOutcome], groups: list[GemmGroup]) -> str:
+def gemm_markdown(outcomes: list[GemmOutcome], groups: list[ServingGroup]) -> str:
     """The generated operator part of docs/validation.md: each group, then every GEMM."""
-    rows = [[o.gpu, o.model, str(o.tensor), f"{o.tokens:,}", o.gemm, f"{o.measured_s * 1e6:,.1f}",
-             f"{o.predicted_s * 1e6:,.1f}", _pct(o.error)] for o in outcomes]
+    rows = [[o.gpu, o.model, str(o.tensor), f"{o.tokens:,}", o.gemm, f"{o.measured_s / SECONDS_PER_US:,.1f}",
+             f"{o.predicted_s / SECONDS_PER_US:,.1f}", _pct(o.error)] for o in outcomes]
     return "\n".join(["## Operator results", "", f"Source: {gemm_source()} (rows in "
                       "twin/validation/cases/operators/vidur_gemm.yaml)", "", "### Per GPU and size", "",
-                      _md_table(gemm_group_rows(groups), GEMM_GROUP_HEADER), "", "### Every GEMM", "",
+                      _md_table(serving_group_rows(groups), SERVING_GROUP_HEADER), "", "### Every GEMM", "",
                       _md_table(rows, ["GPU", "model", "TP", "tokens", "GEMM", "measured µs", "predicted µs",
                                        "error"]), ""])
 

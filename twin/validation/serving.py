@@ -179,10 +179,15 @@ def by_engine_and_kind(outcomes: list[ServingOutcome]) -> list[ServingGroup]:
 
 
 def _group(name: str, description: str, members: list[ServingOutcome]) -> ServingGroup:
-    errors = np.array([o.error for o in members if math.isfinite(o.error)])
-    return ServingGroup(name, description, members[0].case.role, len(members), float(np.mean(np.abs(errors))),
-                        float(np.median(errors)), float(errors.min()), float(errors.max()),
-                        float(np.mean(np.abs(errors) <= 0.25)), len(members) - len(errors))
+    return error_group(name, description, members[0].case.role, [o.error for o in members])
+
+
+def error_group(name: str, description: str, role: str, errors: list[float]) -> ServingGroup:
+    """A group of rows by their errors (predicted / measured - 1; NaN where the twin cannot hold the row)."""
+    held = np.array([e for e in errors if math.isfinite(e)])
+    return ServingGroup(name, description, role, len(errors), float(np.mean(np.abs(held))), float(np.median(held)),
+                        float(held.min()), float(held.max()), float(np.mean(np.abs(held) <= 0.25)),
+                        len(errors) - len(held))
 
 
 def load_cases(name: str = CASE_FILES[0]) -> tuple[EngineSpec, list[ServingCase]]:
