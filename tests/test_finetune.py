@@ -396,3 +396,51 @@ def test_qlora_65b_still_fits_one_48gb_gpu_under_the_hugging_face_loss():
     m = model_spec("llama-65b")
     mem = memory_per_gpu(m, _plan(), "bf16", "flash", _qlora(m), loss_bytes_per_logit=12.0)
     assert mem.required_bytes <= gpu_spec("l40s").memory_bytes
+
+
+# -- a quantised base that keeps its linears' inputs (bitsandbytes before 0.43.2) ------------------
+
+def test_bitsandbytes_4bit_linears_hold_their_inputs_without_recomputation():
+    # bitsandbytes 0.39-0.43.1 MatMul4Bit keeps each 4-bit linear's 16-bit input A for a backward that reads
+    # only the weight. Beyond a frozen base's own activations that is, per token and layer, the attention
+    # norm's output (h), the FFN's input (h) and the FFN-out input (f), 2 B each; the output projection's
+    # input is the flash kernel's saved output. LitGPT's Llama 2 7B table: 1,304 tokens, 32 layers.
+    m = model_spec("llama2-7b")                 # h 4096, f 11008
+    plan = _plan(seq_len=1304, recompute="none")
+    lora = LoraSpec(8, 16, ("q", "v"))
+    plain = memory_per_gpu(m, plan, "bf16", "flash", FinetuneSpec("lora", "nf4", lora))
+    kept = memory_per_gpu(m, plan, "bf16", "flash", FinetuneSpec("lora", "nf4", lora, quantised_inputs_kept=True))
+    by_hand = 1304 * 32 * (2 * 4096 + 2 * 4096 + 2 * 11008)
+    assert by_hand == 1_602_355_200
+    assert kept.activations_bytes - plain.activations_bytes == pytest.approx(by_hand)
+    # LLM.int8's MatMul8bitLt also keeps the input's int8 transpose: 3 B per element instead of 2
+    int8 = memory_per_gpu(m, plan, "bf16", "flash", FinetuneSpec("lora", "int8", lora, quantised_inputs_kept=True))
+    int8_plain = memory_per_gpu(m, plan, "bf16", "flash", FinetuneSpec("lora", "int8", lora))
+    assert int8.activations_bytes - int8_plain.activations_bytes == pytest.approx(1.5 * by_hand)
+    # a 16-bit base runs PyTorch's own linear, which keeps nothing a frozen weight does not need
+    bf16 = FinetuneSpec("lora", None, lora)
+    assert (memory_per_gpu(m, plan, "bf16", "flash", replace(bf16, quantised_inputs_kept=True))
+            == memory_per_gpu(m, plan, "bf16", "flash", bf16))
+    # under full recomputation only the layer being recomputed holds them
+    checkpointed = _plan(seq_len=1304)
+    difference = (memory_per_gpu(m, checkpointed, "bf16", "flash", FinetuneSpec("lora", "nf4", lora, quantised_inputs_kept=True)).activations_bytes
+                  - memory_per_gpu(m, checkpointed, "bf16", "flash", FinetuneSpec("lora", "nf4", lora)).activations_bytes)
+    assert difference == pytest.approx(by_hand / 32)
+
+
+def test_which_stacks_keep_quantised_inputs_and_a_scenario_may_say_otherwise():
+    from twin.engine.stack import stack_profile
+    # bitsandbytes' own (the QLoRA recipe's 0.39, LitGPT's tables' 0.41.1) keep them; torchao's NF4 does not
+    assert stack_profile("hf-transformers").quantised_inputs_kept
+    assert stack_profile("litgpt-2023").quantised_inputs_kept
+    assert not stack_profile("pytorch-fsdp").quantised_inputs_kept
+    assert not stack_profile("megatron-core-2024").quantised_inputs_kept
+
+    def memory(stack) -> float:
+        return run_dict({"name": "qlora", "cluster": {"node": "dgx-a100-80gb", "nodes": 1}, "training": {
+            "model": "llama2-7b", "tokens": "1M", "seq_len": 2048, "global_batch": 8, "method": "qlora",
+            "stack": stack, "parallelism": {"tensor": 1, "pipeline": 1, "data": 1, "microbatch": 1,
+                                             "recompute": "none"}}}).memory.activations_bytes
+
+    newer = memory({"name": "hf-transformers", "quantised_inputs_kept": False})   # bitsandbytes >= 0.43.2
+    assert memory("hf-transformers") - newer == pytest.approx(2048 * 32 * (4 * 4096 + 2 * 11008))

@@ -88,7 +88,8 @@ def section_of(tr: Training, cluster: ClusterSpec, efficiency: Efficiency, where
     fp8_recipe = tr.fp8_recipe or "hybrid"
     ops = OperatorModel(gpu, tr.precision, efficiency, power_cap_factor=power_cap_factor(gpu, cluster.gpu_power_cap_w),
                         attention_kernel=stack.attention, fp8_recipe=fp8_recipe)
-    return Section(model, stack, ops, finetune_of(tr, model), fp8_recipe,
+    finetune = replace(finetune_of(tr, model), quantised_inputs_kept=stack.quantised_inputs_kept)
+    return Section(model, stack, ops, finetune, fp8_recipe,
                    PER_GPU_SPREAD if tr.stragglers else 0.0)
 
 

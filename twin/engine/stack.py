@@ -55,6 +55,7 @@ class StackProfile:
     persistence_threshold_params: float = 0.0  # per-tensor: smaller tensors stay whole, never gathered
     regather_under_recompute: bool = False    # the recomputed forward gathers again, then the backward
     loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT   # logits and loss tensors held at the loss's peak
+    quantised_inputs_kept: bool = False      # an int8 or NF4 base's linears keep their inputs for the backward
 
     def grad_reduce_bytes(self, precision: str) -> float:
         """Bytes per gradient element in the data-parallel reduction."""

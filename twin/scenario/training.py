@@ -125,6 +125,7 @@ class StackOptions(Strict):
     reduce_bucket_params: Params | None = None
     persistence_threshold_params: Params | None = None
     regather_under_recompute: Flag | None = None
+    quantised_inputs_kept: Flag | None = None
 
 
 def _stack_kind(value: Any) -> str:

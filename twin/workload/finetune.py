@@ -72,6 +72,8 @@ class FinetuneSpec:
     weights: BaseWeights | None = None   # storage of the base's linear weights; None: the training precision's
     lora: LoraSpec | None = None
     paged_optimizer: bool = False        # optimizer states in paged memory, spilled to the host when HBM is full
+    quantised_inputs_kept: bool = False  # an int8 or NF4 base's linears keep their inputs for the backward (the
+                                         # stack's ``quantised_inputs_kept``: bitsandbytes before 0.43.2)
 
     @property
     def frozen(self) -> bool:
@@ -88,6 +90,21 @@ def weight_format(weights: str | None, precision: str) -> WeightFormat:
     if weights is not None:
         return WEIGHT_FORMATS[weights]
     return WEIGHT_FORMATS["fp32" if precision in ("fp32", "tf32") else "bf16"]
+
+
+# Bytes per input element a quantised linear keeps for its backward when it keeps its input
+# (bitsandbytes/autograd/_functions.py): MatMul4Bit the 16-bit input A (up to 0.43.1), MatMul8bitLt
+# A and its int8 transpose CAt (every release).
+KEPT_INPUT_BYTES = {"nf4": 2.0, "int8": 3.0}
+
+
+def kept_input_bytes(ft: FinetuneSpec, precision: str) -> float:
+    """Bytes per element of each linear's input that a frozen int8 or NF4 base keeps until the backward,
+    although the backward of a frozen weight reads only the weight (the stack's ``quantised_inputs_kept``);
+    0 when it keeps none."""
+    if not (ft.frozen and ft.quantised_inputs_kept):
+        return 0.0
+    return KEPT_INPUT_BYTES.get(ft.storage(precision).name, 0.0)
 
 
 def dequantised_per_use(storage: WeightFormat, precision: str) -> bool:

@@ -14,7 +14,8 @@ keeps only each layer's 2·s·b·h input.
 
 Fine-tuning (``twin.workload.finetune``): a frozen base keeps its weights alone, its
 linear projections in their storage format (bf16, fp8, int8, NF4); the adapters keep
-weights, gradients and Adam states. FP8 training (NVIDIA Transformer Engine) spends a
+weights, gradients and Adam states. A quantised base whose linears keep their inputs for the
+backward (bitsandbytes before 0.43.2) holds those inputs too (``layer_activation_bytes``). FP8 training (NVIDIA Transformer Engine) spends a
 cached fp8 copy of each linear weight and its transpose, and amax histories under
 delayed scaling, and saves the inputs of the linear layers in fp8 (1 B instead of 2).
 """
@@ -33,6 +34,7 @@ from twin.workload.finetune import (
     FinetuneSpec,
     adapter_params_per_layer,
     dequantised_per_use,
+    kept_input_bytes,
     linear_params_per_layer,
     matrix_shape,
     model_targets,
@@ -181,12 +183,20 @@ def dequant_workspace_bytes(model: ModelSpec, plan: ParallelPlan, precision: str
     return GEMM_OPERAND_BYTES[precision] * largest / plan.tensor
 
 
-def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str, fp8: bool = False) -> float:
+def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str, fp8: bool = False,
+                           kept_input_b: float = 0.0) -> float:
     """Activations one layer stores for one micro-batch on one GPU (no recomputation).
 
     ``fp8``: the inputs of the linear layers are saved in fp8 (Transformer Engine): the QKV and
     FFN-in inputs (2h of the 10h that tensor parallelism leaves whole) and the output projection's
     and FFN-out's inputs (h + top_k·f) take 1 B instead of 2.
+
+    ``kept_input_b``: a frozen, quantised base's linears keep their inputs until the backward, this
+    many bytes per element (``kept_input_bytes``), which a frozen base does not hold otherwise: the
+    attention norm's output (adapters read it through their own dropout), the FFN's input (with
+    experts, the router's input and each expert's copy of its tokens, (1 + top_k)·h) and the
+    FFN-out input (top_k·f); the output projection's input is the attention kernel's own saved
+    output, except under standard attention, where it is a copy (h).
     """
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     f, kvd = model.ffn_hidden, model.kv_dim
@@ -201,6 +211,10 @@ def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str,
     if fp8:
         whole -= 2 * h
         split -= h + model.top_k * f
+    if kept_input_b:
+        ffn_in = (1 + model.top_k) * h if model.is_moe else h
+        whole += kept_input_b * (h + ffn_in)
+        split += kept_input_b * (model.top_k * f + (h if attention == "standard" else 0))
     if plan.sequence_parallel:
         per_token = (whole + split) / t
     else:
@@ -272,11 +286,12 @@ def _stage_memory(model: ModelSpec, plan: ParallelPlan, precision: str, attentio
     in_flight = microbatches_in_flight(plan, stage)
     s, b, h, t = plan.seq_len, plan.microbatch, model.hidden, plan.tensor
     fp8 = precision == "fp8"
+    kept = kept_input_bytes(ft, precision)
     if plan.recompute == "full":
         layer_input = 2 * s * b * h / (t if plan.sequence_parallel else 1)
-        activations = layers * in_flight * layer_input + layer_activation_bytes(model, plan, attention, fp8)
+        activations = layers * in_flight * layer_input + layer_activation_bytes(model, plan, attention, fp8, kept)
     else:
-        activations = layers * in_flight * layer_activation_bytes(model, plan, attention, fp8)
+        activations = layers * in_flight * layer_activation_bytes(model, plan, attention, fp8, kept)
     loss = loss_bytes_per_logit * s * b * model.vocab / t if stage == plan.pipeline - 1 else 0.0
     weights = sharded(stored_dense + fp8_dense, stored_expert + fp8_expert, 3)
     return MemoryBreakdown(
