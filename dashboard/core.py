@@ -85,6 +85,7 @@ class Knobs:
     failure_profile: str
     workload: str = "training"  # the scenario's workload section; not a knob (serving shows fewer knobs)
     engine: str = ""            # the serving engine profile (catalog engines.yaml); "" where nothing is served
+    stack: str = ""             # the training stack profile (catalog stacks.yaml); "" where nothing trains
 
 
 # knob → (dotted scenario key, value written into the scenario; None deletes the key)
@@ -109,6 +110,7 @@ _KNOB_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "failures": ("failures.enabled", bool),
     "failure_profile": ("failures.profile", str),
     "engine": ("serving.engine.profile", str),
+    "stack": ("training.stack", str),     # a profile by name: a mapping's own overrides give way to the profile's
 }
 
 
@@ -129,6 +131,7 @@ def knobs_from(scenario: Scenario) -> Knobs:
         gpu_power_cap_w=c.gpu_power_cap or 0.0,
         checkpoint_min=0.0 if interval == "auto" else interval / SECONDS_PER_MINUTE,
         failures=scenario.failures.enabled, failure_profile=scenario.failures.profile,
+        stack=t.stack if isinstance(t.stack, str) else t.stack.name,
     )
 
 

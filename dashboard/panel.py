@@ -302,6 +302,9 @@ def _knobs(start: core.Knobs, tag: str) -> core.Knobs:
     if training:
         with st.sidebar.expander("Training"):
             v["precision"] = select("Precision", "precision", list(core.PRECISIONS))
+            v["stack"] = select("Software stack", "stack", catalog_names("stacks"),
+                                help="the framework the step is priced for: its kernels, overlaps and what its "
+                                     "activations and loss hold (catalog stacks.yaml; docs/model.md §7)")
             v["tokens_billion"] = number("Tokens [billion]", "tokens_billion", 0.001, 10.0, "%.1f")
     with st.sidebar.expander("Site and power"):
         v["country"] = st.text_input("Country (ISO code)", value=b["country"], key=key("country"),

@@ -477,6 +477,20 @@ def test_scenario_page_offers_the_method_and_weight_knobs():
     assert "weights: int8" in at.text_area[0].value and "method: lora" in at.text_area[0].value
 
 
+def test_the_stack_knob_prices_the_step_for_another_framework():
+    """The Training knobs offer every catalog stack; PyTorch FSDP's eager kernels in place of NeMo's fused
+    ones write training.stack and lengthen the run."""
+    at = app()
+    stack = knob(at, "selectbox", "Software stack")
+    assert stack.value == "nemo-2024" and {"litgpt-2023", "hf-transformers"} <= set(stack.options)
+    before = duration_s(metric(at, "Time to train (P50)"))
+    stack.set_value("pytorch-fsdp")
+    at.run()
+    assert_clean(at)
+    assert "training.stack = pytorch-fsdp" in at.sidebar.caption[-1].value
+    assert duration_s(metric(at, "Time to train (P50)")) > before
+
+
 def test_method_knob_helper_drops_what_the_method_does_not_allow():
     from dashboard import finetuning
 
