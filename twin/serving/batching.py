@@ -143,7 +143,11 @@ class IterationModel:
     # -- one stage, one micro-batch -----------------------------------------------------------
     def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float, float]:
         """(compute, memory, tensor-parallel communication) seconds of one stage, and the stage-to-stage
-        sends of the whole pipeline."""
+        sends of the whole pipeline.
+
+        Attention per layer: decode reads every decoding sequence's K and V and the prefill chunks the KV of
+        their earlier chunks, from HBM and, for the share that spilled, from Grace memory over C2C; decode's
+        FLOPs bound it where they outlast that read; prefill's are compute."""
         tokens = b.decode_seqs + b.prefill_tokens
         per_tokens = self._token_costs.get(tokens)
         if per_tokens is None:
@@ -153,7 +157,19 @@ class IterationModel:
         head = self._head_costs.get(emits)
         if head is None:
             head = self._head_costs[emits] = self._head(emits)
-        a_c, a_m = self._attention(b, kv_spilled)
+        kv_per_token, flops_per_pair, memory_Bps, attention_flops = self._attention_rates
+        read = (b.decode_context + b.prefill_context) * kv_per_token
+        read_s = 0.0
+        if read > 0:
+            read_s = read * (1.0 - kv_spilled) / memory_Bps
+            if kv_spilled > 0 and self.host_memory_Bps > 0:
+                read_s += read * kv_spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
+        decode_flops_s = flops_per_pair * b.decode_context / attention_flops if b.decode_context else 0.0
+        prefill_s = flops_per_pair * b.prefill_pairs / attention_flops if b.prefill_pairs else 0.0
+        if decode_flops_s > read_s:
+            a_c, a_m = prefill_s + decode_flops_s, 0.0
+        else:
+            a_c, a_m = prefill_s, read_s
         layers = self._layers
         return layers * (g_c + a_c), layers * (g_m + a_m + e_m + self._weight_spill_s) + head, comm, p2p
 
@@ -201,33 +217,13 @@ class IterationModel:
                 memory += s
         return compute, memory
 
-    def _attention(self, b: Batch, kv_spilled: float) -> tuple[float, float]:
-        """(compute-bound, memory-bound) seconds of one layer's attention."""
-        kv_per_token, flops_per_pair = self._attention_shape
-        read = (b.decode_context + b.prefill_context) * kv_per_token
-        read_s = self._read_s(read, kv_spilled)
-        ops = self.ops
-        decode_flops_s = ops.attention_s(flops_per_pair * b.decode_context) if b.decode_context else 0.0
-        prefill_s = ops.attention_s(flops_per_pair * b.prefill_pairs) if b.prefill_pairs else 0.0
-        if decode_flops_s > read_s:
-            return prefill_s + decode_flops_s, 0.0
-        return prefill_s, read_s
-
     @cached_property
-    def _attention_shape(self) -> tuple[float, float]:
-        """(KV bytes per cached token, FLOPs per query-key pair) on one GPU of the tensor group."""
+    def _attention_rates(self) -> tuple[float, float, float, float]:
+        """(KV bytes per cached token, FLOPs per query-key pair) on one GPU of the tensor group, and the HBM
+        bandwidth and attention FLOP/s that price them."""
         m, t = self.model, self.tensor.ranks
         kv_per_token = 2.0 * max(1.0, m.kv_heads / t) * m.head_dim * KV_BYTES[self.kv_precision]
-        return kv_per_token, 4.0 * m.heads / t * m.head_dim
-
-    def _read_s(self, bytes_read: float, spilled: float) -> float:
-        """KV bytes streamed from HBM, and the spilled share from Grace memory over C2C."""
-        if bytes_read <= 0:
-            return 0.0
-        hbm = self.ops.memory_s(bytes_read * (1.0 - spilled))
-        if spilled <= 0 or self.host_memory_Bps <= 0:
-            return hbm
-        return hbm + bytes_read * spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
+        return kv_per_token, 4.0 * m.heads / t * m.head_dim, self.ops.memory_Bps, self.ops.attention_flops
 
     @cached_property
     def _elementwise_bytes_per_token(self) -> float:

@@ -215,9 +215,10 @@ class _State:
         self.next_serve = NEVER
         if self.done >= total:
             return
-        self._admit()
+        if self.head < len(self.waiting):
+            self._admit()
         batch, chunks = self._schedule()
-        if batch.tokens == 0:
+        if not (batch.decode_seqs or batch.prefill_tokens):
             if self.head >= len(self.waiting) and self.arrived < total:
                 self.idle = True
                 return
@@ -257,8 +258,11 @@ class _State:
     def _schedule(self) -> tuple[Batch, list[tuple[_Seq, int]]]:
         """The next iteration: every decode and prompt chunks up to the token budget; where prompts run alone
         (``EngineSpec.prefill_alone``), prompt chunks within the whole budget and no decode while any is pending."""
+        if not self.prefilling:                                  # decode only: the common step
+            n = len(self.decoding)
+            return Batch(n, float(self.base_sum + n * self.counter if n else 0)), []
         spec = self.e.spec
-        alone = spec.prefill_alone and self.prefilling
+        alone = spec.prefill_alone
         n = 0 if alone else len(self.decoding)
         budget = spec.max_tokens_in_flight - n
         chunks: list[tuple[_Seq, int]] = []
@@ -351,8 +355,12 @@ class _State:
             self.memory_s += (first.memory_s + last.memory_s) * scale
             self.comm_s += (first.comm_s + last.comm_s) * scale
         n = 0 if waits else len(self.decoding)
-        self.kv_peak = max(self.kv_peak, int(kv_now + k * n))
-        self.max_running = max(self.max_running, len(self.decoding) + len(self.prefilling))
+        peak = int(kv_now + k * n)
+        if peak > self.kv_peak:
+            self.kv_peak = peak
+        running = len(self.decoding) + len(self.prefilling)
+        if running > self.max_running:
+            self.max_running = running
         if not waits:
             self.counter += k                                    # every decoding sequence grew by k tokens
         self.iterations += k
