@@ -423,8 +423,9 @@ def test_bitsandbytes_4bit_linears_hold_their_inputs_without_recomputation():
             == memory_per_gpu(m, plan, "bf16", "flash", bf16))
     # under full recomputation only the layer being recomputed holds them
     checkpointed = _plan(seq_len=1304)
-    difference = (memory_per_gpu(m, checkpointed, "bf16", "flash", FinetuneSpec("lora", "nf4", lora, quantised_inputs_kept=True)).activations_bytes
-                  - memory_per_gpu(m, checkpointed, "bf16", "flash", FinetuneSpec("lora", "nf4", lora)).activations_bytes)
+    nf4 = FinetuneSpec("lora", "nf4", lora)
+    difference = (memory_per_gpu(m, checkpointed, "bf16", "flash", replace(nf4, quantised_inputs_kept=True))
+                  .activations_bytes - memory_per_gpu(m, checkpointed, "bf16", "flash", nf4).activations_bytes)
     assert difference == pytest.approx(by_hand / 32)
 
 

@@ -15,9 +15,10 @@ keeps only each layer's 2·s·b·h input.
 Fine-tuning (``twin.workload.finetune``): a frozen base keeps its weights alone, its
 linear projections in their storage format (bf16, fp8, int8, NF4); the adapters keep
 weights, gradients and Adam states. A quantised base whose linears keep their inputs for the
-backward (bitsandbytes before 0.43.2) holds those inputs too (``layer_activation_bytes``). FP8 training (NVIDIA Transformer Engine) spends a
-cached fp8 copy of each linear weight and its transpose, and amax histories under
-delayed scaling, and saves the inputs of the linear layers in fp8 (1 B instead of 2).
+backward (bitsandbytes before 0.43.2) holds those inputs too (``layer_activation_bytes``).
+FP8 training (NVIDIA Transformer Engine) spends a cached fp8 copy of each linear weight and
+its transpose, and amax histories under delayed scaling, and saves the inputs of the linear
+layers in fp8 (1 B instead of 2).
 """
 
 from __future__ import annotations
