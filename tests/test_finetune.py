@@ -445,3 +445,22 @@ def test_which_stacks_keep_quantised_inputs_and_a_scenario_may_say_otherwise():
 
     newer = memory({"name": "hf-transformers", "quantised_inputs_kept": False})   # bitsandbytes >= 0.43.2
     assert memory("hf-transformers") - newer == pytest.approx(2048 * 32 * (4 * 4096 + 2 * 11008))
+
+
+def test_a_base_that_does_not_fit_for_its_kept_inputs_is_told_the_release_that_frees_them():
+    # Llama 2 13B on NF4 at 8,192 tokens without recomputation: the inputs bitsandbytes 0.41 keeps push it
+    # past a capacity its activations alone fit in; the advice names the release that drops them
+    from twin.workload.memory import fitting_alternatives
+    m = model_spec("llama2-13b")
+    plan = _plan(seq_len=8192, recompute="none")
+    lora = LoraSpec(8, 16, ("q", "v"))
+    kept = FinetuneSpec("lora", "nf4", lora, quantised_inputs_kept=True)
+    with_inputs = memory_per_gpu(m, plan, "bf16", "flash", kept).required_bytes
+    without = memory_per_gpu(m, plan, "bf16", "flash", replace(kept, quantised_inputs_kept=False)).required_bytes
+    capacity = (with_inputs + without) / 2
+    advice = dict(fitting_alternatives(m, plan, "bf16", "flash", capacity, 8, kept))
+    assert advice["bitsandbytes 0.43.2 or later (stack quantised_inputs_kept: false)"] == pytest.approx(without)
+    # an int8 base keeps them in every release: no such advice
+    int8 = replace(kept, weights="int8")
+    assert not any("bitsandbytes" in label for label, _ in
+                   fitting_alternatives(m, plan, "bf16", "flash", capacity, 8, int8))

@@ -363,7 +363,8 @@ def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, a
                          capacity_bytes: float, gpus_per_node: int, ft: FinetuneSpec = FULL,
                          fp8_recipe: Fp8Recipe = "hybrid",
                          loss_bytes_per_logit: float = LOSS_HELD_BYTES_PER_LOGIT) -> list[tuple[str, float]]:
-    """Nearby plans that fit in ``capacity_bytes``: (description, bytes per GPU)."""
+    """Nearby plans that fit in ``capacity_bytes``: (description, bytes per GPU). A quantised base that keeps its
+    linears' inputs (``kept_input_bytes``) is also tried without them: an NF4 base on bitsandbytes 0.43.2 or later."""
     options: list[tuple[str, ParallelPlan]] = []
     for z in range(plan.zero + 1, 4):
         options.append((f"ZeRO-{z}", replace(plan, zero=z)))
@@ -377,9 +378,13 @@ def fitting_alternatives(model: ModelSpec, plan: ParallelPlan, precision: str, a
             and 2 * plan.tensor <= gpus_per_node):
         options.append((f"tensor {2 * plan.tensor}", replace(plan, tensor=2 * plan.tensor, data=plan.data // 2,
                                                            sequence_parallel=True)))
+    tried = [(label, alternative, ft) for label, alternative in options]
+    if ft.storage(precision).name == "nf4" and kept_input_bytes(ft, precision):
+        tried.append(("bitsandbytes 0.43.2 or later (stack quantised_inputs_kept: false)", plan,
+                      replace(ft, quantised_inputs_kept=False)))
     fits = []
-    for label, alternative in options:
-        total = memory_per_gpu(model, alternative, precision, attention, ft, fp8_recipe,
+    for label, alternative, finetune in tried:
+        total = memory_per_gpu(model, alternative, precision, attention, finetune, fp8_recipe,
                                loss_bytes_per_logit).required_bytes
         if total <= capacity_bytes:
             fits.append((label, total))
