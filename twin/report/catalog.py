@@ -40,13 +40,14 @@ def catalog_rows(kind: str) -> tuple[list[str], list[list[str]]]:
         return header, rows
     if kind == "stacks":
         header = ["name", "attention", "kernels", "autocast", "grad reduce", "overlap grad/param", "TP overlap",
-                  "ZeRO-3 gathers", "cross-entropy", "description"]
+                  "ZeRO-3 gathers", "cross-entropy", "loss B/logit", "quantised inputs kept", "description"]
         rows = []
         for name in catalog.names("stacks"):
             s = stack_profile(name)
             rows.append([name, s.attention, s.kernels, YES[s.autocast], s.grad_reduce,
                          f"{YES[s.overlap_grad_reduce]}/{YES[s.overlap_param_gather]}", YES[s.tp_comm_overlap],
-                         s.sharded_gather, s.cross_entropy, catalog.table("stacks")[name]["description"]])
+                         s.sharded_gather, s.cross_entropy, f"{s.loss_bytes_per_logit:g}",
+                         YES[s.quantised_inputs_kept], catalog.table("stacks")[name]["description"]])
         return header, rows
     if kind == "engines":
         return _engine_rows()
