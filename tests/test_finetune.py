@@ -3,6 +3,8 @@
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_workload import _plan as workload_plan
 from twin.api import build, parse_scenario, run_dict
@@ -464,3 +466,25 @@ def test_a_base_that_does_not_fit_for_its_kept_inputs_is_told_the_release_that_f
     int8 = replace(kept, weights="int8")
     assert not any("bitsandbytes" in label for label, _ in
                    fitting_alternatives(m, plan, "bf16", "flash", capacity, 8, int8))
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(["llama2-7b", "llama3-70b", "mixtral-8x7b", "gpt3-175b"]),
+       storage=st.sampled_from(["nf4", "int8", "fp8", None]), recompute=st.sampled_from(["none", "selective", "full"]),
+       tensor=st.sampled_from([1, 2, 8]), seq_len=st.sampled_from([512, 4096]), microbatch=st.integers(1, 4))
+def test_kept_inputs_never_shrink_memory_and_cost_one_layer_under_full_recompute(model, storage, recompute, tensor,
+                                                                                  seq_len, microbatch):
+    m = model_spec(model)
+    plan = workload_plan(tensor=tensor, recompute=recompute, seq_len=seq_len, microbatch=microbatch,
+                         sequence_parallel=tensor > 1)
+    ft = FinetuneSpec("lora", storage, LoraSpec(8, 16, ("q", "v")))
+    plain = memory_per_gpu(m, plan, "bf16", "flash", ft).activations_bytes
+    kept = memory_per_gpu(m, plan, "bf16", "flash", replace(ft, quantised_inputs_kept=True)).activations_bytes
+    assert kept >= plain
+    assert (kept > plain) == (storage in ("nf4", "int8"))
+    one_layer = (layer_activation_bytes(m, plan, "flash", kept_input_b=3.0)
+                 - layer_activation_bytes(m, plan, "flash"))
+    if recompute == "full":
+        assert kept - plain <= one_layer * (1 + 1e-12)
+    else:
+        assert kept - plain <= m.layers * one_layer * (1 + 1e-12)
