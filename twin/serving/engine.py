@@ -464,7 +464,8 @@ class _State:
             self.base_sum -= s.base
             self._release(s, now)
             ended += 1
-        self._drop_stale_ends()
+        if self.grows:                            # only preemption (block growth) leaves stale entries
+            self._drop_stale_ends()
         return ended
 
     def _drop_stale_ends(self) -> None:
