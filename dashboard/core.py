@@ -131,7 +131,7 @@ def knobs_from(scenario: Scenario) -> Knobs:
         gpu_power_cap_w=c.gpu_power_cap or 0.0,
         checkpoint_min=0.0 if interval == "auto" else interval / SECONDS_PER_MINUTE,
         failures=scenario.failures.enabled, failure_profile=scenario.failures.profile,
-        stack=t.stack if isinstance(t.stack, str) else t.stack.name,
+        stack=t.stack_name,
     )
 
 

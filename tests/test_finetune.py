@@ -482,7 +482,7 @@ def test_kept_inputs_never_shrink_memory_and_cost_one_layer_under_full_recompute
     kept = memory_per_gpu(m, plan, "bf16", "flash", replace(ft, quantised_inputs_kept=True)).activations_bytes
     assert kept >= plain
     assert (kept > plain) == (storage in ("nf4", "int8"))
-    one_layer = (layer_activation_bytes(m, plan, "flash", kept_input_b=3.0)
+    one_layer = (layer_activation_bytes(m, plan, "flash", kept_bytes_per_element=3.0)
                  - layer_activation_bytes(m, plan, "flash"))
     if recompute == "full":
         assert kept - plain <= one_layer * (1 + 1e-12)

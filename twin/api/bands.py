@@ -37,8 +37,7 @@ def scenario_calibration(scenario: Scenario) -> Calibration:
     """The band of the scenario's training or serving answer (its node's GPU, its stack or its serving engine)."""
     gpu = node_gpu(scenario.cluster.node)
     if scenario.training is not None:
-        stack = scenario.training.stack
-        return calibration_of(scenario, "training", gpu, stack if isinstance(stack, str) else stack.name)
+        return calibration_of(scenario, "training", gpu, scenario.training.stack_name)
     from twin.serving.profiles import engine_family     # the serving twin's catalog: only for a serving answer
 
     serving = scenario.serving

@@ -45,8 +45,7 @@ def template_bands(scenario: Scenario, gpu: str, trainings: dict[str, Training],
     size for a service (``services``: each service's engine profile and tensor-parallel size, by its template)."""
     bands = {}
     for name, training in trainings.items():
-        stack = training.stack if isinstance(training.stack, str) else training.stack.name
-        bands[name] = calibration_of(scenario, "training", gpu, stack)
+        bands[name] = calibration_of(scenario, "training", gpu, training.stack_name)
     for name, (profile, tensor) in services.items():
         bands[name] = calibration_of(scenario, "serving", gpu, engine_family(profile), tensor)
     return bands

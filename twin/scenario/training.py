@@ -164,6 +164,11 @@ class Training(Strict):
     data: Data | None = None               # the dataset and its storage (docs/storage.md)
     stragglers: Flag = True                # the step waits for the slowest GPU (twin/engine/stragglers.py)
 
+    @property
+    def stack_name(self) -> str:
+        """The catalog stack the section names, written by name or as a mapping with its overrides."""
+        return self.stack if isinstance(self.stack, str) else self.stack.name
+
     @model_validator(mode="after")
     def _qlora_checkpoints_every_layer(self) -> "Training":
         """Unwritten, QLoRA recomputes every layer's activations (gradient checkpointing, as its recipe)."""

@@ -157,15 +157,16 @@ class IterationModel:
         head = self._head_costs.get(emits)
         if head is None:
             head = self._head_costs[emits] = self._head(emits)
-        kv_per_token, flops_per_pair, memory_Bps, attention_flops = self._attention_rates
+        kv_per_token, flops_per_pair = self._attention_shape
+        ops = self.ops
         read = (b.decode_context + b.prefill_context) * kv_per_token
         read_s = 0.0
         if read > 0:
-            read_s = read * (1.0 - kv_spilled) / memory_Bps
+            read_s = ops.memory_s(read * (1.0 - kv_spilled))
             if kv_spilled > 0 and self.host_memory_Bps > 0:
-                read_s += read * kv_spilled / (self.host_memory_Bps * self.ops.efficiency.memory)
-        decode_flops_s = flops_per_pair * b.decode_context / attention_flops if b.decode_context else 0.0
-        prefill_s = flops_per_pair * b.prefill_pairs / attention_flops if b.prefill_pairs else 0.0
+                read_s += read * kv_spilled / (self.host_memory_Bps * ops.efficiency.memory)
+        decode_flops_s = ops.attention_s(flops_per_pair * b.decode_context) if b.decode_context else 0.0
+        prefill_s = ops.attention_s(flops_per_pair * b.prefill_pairs) if b.prefill_pairs else 0.0
         if decode_flops_s > read_s:
             a_c, a_m = prefill_s + decode_flops_s, 0.0
         else:
@@ -218,12 +219,11 @@ class IterationModel:
         return compute, memory
 
     @cached_property
-    def _attention_rates(self) -> tuple[float, float, float, float]:
-        """(KV bytes per cached token, FLOPs per query-key pair) on one GPU of the tensor group, and the HBM
-        bandwidth and attention FLOP/s that price them."""
+    def _attention_shape(self) -> tuple[float, float]:
+        """(KV bytes per cached token, FLOPs per query-key pair) on one GPU of the tensor group."""
         m, t = self.model, self.tensor.ranks
         kv_per_token = 2.0 * max(1.0, m.kv_heads / t) * m.head_dim * KV_BYTES[self.kv_precision]
-        return kv_per_token, 4.0 * m.heads / t * m.head_dim, self.ops.memory_Bps, self.ops.attention_flops
+        return kv_per_token, 4.0 * m.heads / t * m.head_dim
 
     @cached_property
     def _elementwise_bytes_per_token(self) -> float:

@@ -259,8 +259,7 @@ class _State:
         """The next iteration: every decode and prompt chunks up to the token budget; where prompts run alone
         (``EngineSpec.prefill_alone``), prompt chunks within the whole budget and no decode while any is pending."""
         if not self.prefilling:                                  # decode only: the common step
-            n = len(self.decoding)
-            return Batch(n, float(self.base_sum + n * self.counter if n else 0)), []
+            return self._decode_batch(0), []
         spec = self.e.spec
         alone = spec.prefill_alone
         n = 0 if alone else len(self.decoding)

@@ -185,14 +185,14 @@ def dequant_workspace_bytes(model: ModelSpec, plan: ParallelPlan, precision: str
 
 
 def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str, fp8: bool = False,
-                           kept_input_b: float = 0.0) -> float:
+                           kept_bytes_per_element: float = 0.0) -> float:
     """Activations one layer stores for one micro-batch on one GPU (no recomputation).
 
     ``fp8``: the inputs of the linear layers are saved in fp8 (Transformer Engine): the QKV and
     FFN-in inputs (2h of the 10h that tensor parallelism leaves whole) and the output projection's
     and FFN-out's inputs (h + top_k·f) take 1 B instead of 2.
 
-    ``kept_input_b``: a frozen, quantised base's linears keep their inputs until the backward, this
+    ``kept_bytes_per_element``: a frozen, quantised base's linears keep their inputs until the backward, this
     many bytes per element (``kept_input_bytes``), which a frozen base does not hold otherwise: the
     attention norm's output (adapters read it through their own dropout), the FFN's input (with
     experts, the router's input and each expert's copy of its tokens, (1 + top_k)·h) and the
@@ -212,10 +212,10 @@ def layer_activation_bytes(model: ModelSpec, plan: ParallelPlan, attention: str,
     if fp8:
         whole -= 2 * h
         split -= h + model.top_k * f
-    if kept_input_b:
+    if kept_bytes_per_element:
         ffn_in = (1 + model.top_k) * h if model.is_moe else h
-        whole += kept_input_b * (h + ffn_in)
-        split += kept_input_b * (model.top_k * f + (h if attention == "standard" else 0))
+        whole += kept_bytes_per_element * (h + ffn_in)
+        split += kept_bytes_per_element * (model.top_k * f + (h if attention == "standard" else 0))
     if plan.sequence_parallel:
         per_token = (whole + split) / t
     else:
