@@ -64,8 +64,8 @@ class Command:
 
 def commands() -> list[Command]:
     """The commands guarded: help, a catalog listing, every shipped scenario's run, fit (a small one, and the
-    SuperPOD's, whose table times few of its 788 fitting options), plan and capacity, and the two slowest
-    commands, the 405B scenario's fit and plan (about 2.7 CPU s each)."""
+    SuperPOD's, whose table times few of its 788 fitting options), plan, the capacity of each serving scenario,
+    and the two slowest commands, the 405B scenario's fit and plan (about 2.7 CPU s each)."""
     scenarios = sorted((ROOT / "scenarios").glob("*.yaml"))
     out = [Command("--help", ("--help",)), Command("catalog gpus", ("catalog", "gpus"))]
     out += [Command(f"run {p.stem}", ("run", str(p.relative_to(ROOT)))) for p in scenarios]
@@ -73,6 +73,8 @@ def commands() -> list[Command]:
             Command("fit superpod", ("fit", "scenarios/superpod.yaml")),
             Command("plan superpod", ("plan", "scenarios/superpod.yaml")),
             Command("capacity serve-llama70b-h100", ("capacity", "scenarios/serve-llama70b-h100.yaml")),
+            Command("capacity serve-gh200", ("capacity", "scenarios/serve-gh200.yaml")),
+            Command("capacity serve-8b-l4-vs-mig", ("capacity", "scenarios/serve-8b-l4-vs-mig.yaml")),
             Command("fit llama3-405b-16k", ("fit", "scenarios/llama3-405b-16k.yaml")),
             Command("plan llama3-405b-16k", ("plan", "scenarios/llama3-405b-16k.yaml"))]
     return out

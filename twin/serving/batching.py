@@ -46,6 +46,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
 
+import numpy as np
+
 from twin.calibration import ServingEfficiency
 from twin.network.collectives import CommModel
 from twin.network.tp_kernels import custom_all_reduce_s
@@ -139,6 +141,37 @@ class IterationModel:
 
     def time_s(self, batch: Batch, kv_spilled: float = 0.0) -> float:
         return self.time(batch, kv_spilled).total_s
+
+    def tables(self, max_tokens: int, max_emits: int) -> tuple[np.ndarray, np.ndarray]:
+        """The compiled engine's view of this model (``engine_compiled``): for every token count up to
+        ``max_tokens`` what a stage's micro-batch costs whatever its attention (``_price_tokens``: compute- and
+        memory-bound GEMM seconds, elementwise, all-reduces, sends; one row each), and the LM head for every
+        count of emitting sequences up to ``max_emits``. The same values ``_stage`` reads, from the same caches."""
+        costs = np.empty((max_tokens + 1, 5))
+        for tokens in range(max_tokens + 1):
+            per_tokens = self._token_costs.get(tokens)
+            if per_tokens is None:
+                per_tokens = self._token_costs[tokens] = self._price_tokens(tokens)
+            costs[tokens] = per_tokens
+        heads = np.empty(max_emits + 1)
+        for emits in range(max_emits + 1):
+            head = self._head_costs.get(emits)
+            if head is None:
+                head = self._head_costs[emits] = self._head(emits)
+            heads[emits] = head
+        return costs, heads
+
+    def constants(self) -> tuple[list[float], list[int]]:
+        """The rest of ``time``'s inputs as the compiled engine takes them: (floats, integers), in the order of
+        ``engine_compiled``'s ``F_*`` and ``I_*`` indices up to ``I_OVERLAP``."""
+        kv_per_token, flops_per_pair = self._attention_shape
+        ops, e = self.ops, self.engine
+        floats = [kv_per_token, flops_per_pair, ops.memory_Bps, ops.attention_flops, self.host_memory_Bps,
+                  self.host_memory_Bps * ops.efficiency.memory, self._weight_spill_s, KERNEL_LAUNCH_S,
+                  self._every_launch_s, self.host_s]
+        ints = [self.stages, self._layers, int(e.cuda_graphs), e.graph_max_batch, e.scheduler_steps,
+                int(e.overlap_scheduler)]
+        return floats, ints
 
     # -- one stage, one micro-batch -----------------------------------------------------------
     def _stage(self, b: Batch, kv_spilled: float) -> tuple[float, float, float, float]:

@@ -43,6 +43,11 @@ LENGTHEN = 4
 MAX_TRIAL_REQUESTS = 65_536
 # Below a rate that misses the SLO over longer trials, the next trial rate down (a fraction of it).
 STEP_DOWN = 0.85
+# A search's trials of at least this many requests (per replica) play the replica engine's compiled loop
+# (``engine_compiled``, the same times): the search pays once for loading it and for its tables (0.2-0.3 s),
+# which its longer trials repay (the Python loop takes about 13 µs a request, the compiled one under 1 µs). A
+# lone run decides by ``engine.COMPILED_FROM``.
+COMPILED_TRIAL_FROM = 2_000
 
 
 @dataclass(frozen=True)
@@ -65,15 +70,16 @@ class Sizing:
     gpus: int                           # physical GPUs
 
 
-def saturated_rate_per_s(spec: ServingSpec, rep: Replica) -> float:
+def saturated_rate_per_s(spec: ServingSpec, rep: Replica, play=simulate) -> float:
     """The deployment's steady-state throughput with its queue never empty (requests/s).
 
     Every request is queued at t = 0 (at least ``SATURATION_BATCHES`` full batches of them, so
     that the engine runs full for several generations of sequences); the rate is counted between
-    the 10th and the 90th percentile of completion times, leaving out the ramp-up and the drain.
+    the 10th and the 90th percentile of completion times, leaving out the ramp-up and the drain. ``play``: how
+    the run is simulated (``simulate``, or a search's ``_trial``).
     """
     count = max(spec.load.requests, SATURATION_BATCHES * spec.engine.max_batch)
-    run = simulate(spec, rep, offline=True, count=count)
+    run = play(spec, rep, offline=True, count=count)
     done = np.sort(run.engine.requests.finish_s)
     first, last = int(0.1 * len(done)), int(0.9 * len(done)) - 1
     span = done[last] - done[first]
@@ -94,11 +100,11 @@ def capacity(spec: ServingSpec, rep: Replica, grid: tuple[float, ...] = (),
     draw), at the scenario's own request count; ``max_trial_requests``: the longest trial (default
     ``MAX_TRIAL_REQUESTS``)."""
     limit = MAX_TRIAL_REQUESTS if max_trial_requests is None else max_trial_requests
-    ceiling = saturated_rate_per_s(spec, rep)
+    ceiling = saturated_rate_per_s(spec, rep, _trial)
     requests = spec.load.requests
     if not spec.slo.any:
         return Capacity(ceiling / rep.replicas, ceiling, ceiling, (), False, requests)
-    runs = [simulate(spec, rep, rate_per_s=f * ceiling) for f in grid if f > 0]
+    runs = [_trial(spec, rep, rate_per_s=f * ceiling) for f in grid if f > 0]
     low = max((r.rate_per_s for r in runs if r.slo_met and r.rate_per_s < ceiling), default=0.0)
     high = min((r.rate_per_s for r in runs if r.rate_per_s > low and not (r.slo_met and r.rate_per_s < ceiling)),
                default=ceiling)
@@ -106,7 +112,7 @@ def capacity(spec: ServingSpec, rep: Replica, grid: tuple[float, ...] = (),
     converged = low <= 0
     while not converged and requests * LENGTHEN <= limit:
         requests *= LENGTHEN
-        check = simulate(spec, rep, rate_per_s=low, count=requests)
+        check = _trial(spec, rep, rate_per_s=low, count=requests)
         runs.append(check)
         if check.slo_met:
             converged = True
@@ -116,9 +122,16 @@ def capacity(spec: ServingSpec, rep: Replica, grid: tuple[float, ...] = (),
     own = spec.load.requests
     at = next((r for r in runs if r.rate_per_s == low and r.requests == own), None)
     if at is None and low > 0:
-        at = simulate(spec, rep, rate_per_s=low)
+        at = _trial(spec, rep, rate_per_s=low)
     runs.sort(key=lambda r: r.rate_per_s or 0.0)
     return Capacity(low / rep.replicas, low, ceiling, tuple(runs), True, requests, converged, at)
+
+
+def _trial(spec: ServingSpec, rep: Replica, rate_per_s: float | None = None, offline: bool | None = None,
+           count: int | None = None) -> ServingRun:
+    """One trial of a search: ``simulate``, in the compiled loop from ``COMPILED_TRIAL_FROM`` requests."""
+    n = count if count is not None else spec.load.requests
+    return simulate(spec, rep, rate_per_s, offline, count, compiled=n >= COMPILED_TRIAL_FROM)
 
 
 def _bisected(spec: ServingSpec, rep: Replica, requests: int, low: float, high: float,
@@ -129,7 +142,7 @@ def _bisected(spec: ServingSpec, rep: Replica, requests: int, low: float, high: 
         if high - low <= RELATIVE_TOLERANCE * high:
             break
         rate = (low + high) / 2
-        run = simulate(spec, rep, rate_per_s=rate, count=requests)
+        run = _trial(spec, rep, rate_per_s=rate, count=requests)
         runs.append(run)
         if run.slo_met:
             low = rate
@@ -145,7 +158,7 @@ def _stepped_down(spec: ServingSpec, rep: Replica, requests: int, high: float,
     rate = high
     for _ in range(MAX_TRIALS):
         rate *= STEP_DOWN
-        run = simulate(spec, rep, rate_per_s=rate, count=requests)
+        run = _trial(spec, rep, rate_per_s=rate, count=requests)
         runs.append(run)
         if run.slo_met:
             return rate, high

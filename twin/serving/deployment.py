@@ -228,8 +228,9 @@ def fitting_changes(spec: ServingSpec, gpu: GPUSpec, node_gpus: int, limit: int 
 
 
 def simulate(spec: ServingSpec, rep: Replica, rate_per_s: float | None = None, offline: bool | None = None,
-             count: int | None = None) -> ServingRun:
-    """The deployment at ``rate_per_s`` (default: the scenario's), or offline."""
+             count: int | None = None, compiled: bool | None = None) -> ServingRun:
+    """The deployment at ``rate_per_s`` (default: the scenario's), or offline; ``compiled``: whether the replica
+    engine plays its compiled loop (the same times; None: as ``ReplicaEngine`` decides by the run's length)."""
     load = spec.load
     if offline is None:
         offline = load.rate_per_s is None and rate_per_s is None
@@ -238,7 +239,7 @@ def simulate(spec: ServingSpec, rep: Replica, rate_per_s: float | None = None, o
         count = math.ceil(load.requests / rep.replicas) if offline else load.requests
     reqs = requests(load, count, None if rate is None else rate / rep.replicas)
     engine = ReplicaEngine(rep.iteration, spec.engine, rep.memory.kv_blocks, rep.memory.kv_hbm_tokens,
-                           load.prefix_tokens)
+                           load.prefix_tokens, compiled=compiled)
     run = engine.run(reqs)
     t = run.requests
     ttft = t.first_token_s - t.arrival_s
