@@ -13,7 +13,7 @@ from pathlib import Path
 
 # Import names of the runtime dependencies in pyproject.toml (tests/test_cli.py keeps them in step).
 RUNTIME_IMPORTS = ("simpy", "networkx", "numpy", "yaml", "pydantic", "codecarbon", "pycountry", "streamlit",
-                   "plotly", "kaleido", "pyarrow", "dask", "distributed")
+                   "plotly", "kaleido", "pyarrow", "dask", "distributed", "numba")
 # Set in the handed-over process: it never hands over again.
 HANDED_OVER = "TWIN_CHECKOUT_PYTHON"
 

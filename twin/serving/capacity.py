@@ -39,13 +39,13 @@ MAX_TRIALS = 20
 LENGTHEN = 4
 # The most requests (per replica) a trial may run: past it the capacity is reported as not converged. At 64,000
 # the shipped scenarios' p99 has settled (Llama 3 8B on eight L4s: 34.0 requests/s held at 32,000 requests a
-# trial, 33.7 at 64,000; benchmarks/capacity_lengths.py), and a trial costs about a second of CPU.
+# trial, 33.7 at 64,000; benchmarks/capacity_lengths.py), and a trial costs about 0.1 s of CPU (compiled).
 MAX_TRIAL_REQUESTS = 65_536
 # Below a rate that misses the SLO over longer trials, the next trial rate down (a fraction of it).
 STEP_DOWN = 0.85
 # A search's trials of at least this many requests (per replica) play the replica engine's compiled loop
 # (``engine_compiled``, the same times): the search pays once for loading it and for its tables (0.2-0.3 s),
-# which its longer trials repay (the Python loop takes about 13 µs a request, the compiled one under 1 µs). A
+# which its longer trials repay (the Python loop takes about 13 µs a request, the compiled one about 2 µs). A
 # lone run decides by ``engine.COMPILED_FROM``.
 COMPILED_TRIAL_FROM = 2_000
 

@@ -5,14 +5,15 @@ their ends, one method per step). This module plays the same loop over arrays wi
 enough to pay for it (a capacity search simulates some 200,000 requests a deployment, about 13 µs each in
 Python). Every step is the reference's step, in the same order and with the same floating-point operations
 in the same order, so every request's first-token and finish times are the same to the last bit
-(``tests/test_engine_compiled.py``). Each function below is the ``_State`` method of the same name.
+(``tests/test_engine_compiled.py``). Each function below is the ``_State`` method of its name or of its
+docstring's.
 
 The iteration model reaches the loop as tables, for every token count an iteration of the run can hold
 (``iteration_compiled``). The loop's scalars live in two small arrays (``st``, integers, and ``sf``,
 seconds), each sequence's state in a row of ``seqs``, the waiting queue in an array with room before its head
 (preempted sequences go back there), the decoding sequences' ends in a binary heap of (decode counter,
 request) pairs, and, where decode grows its blocks, their lengths in ``slots``. numba caches the compiled code
-beside this file: the first run on a machine compiles it (about 8 s), later processes load it (0.2 s).
+beside this file: the first run on a machine compiles it (about 11 s), later processes load it (0.2 s).
 """
 
 from __future__ import annotations
