@@ -163,7 +163,7 @@ class IterationModel:
 
     def constants(self) -> tuple[list[float], list[int]]:
         """The rest of ``time``'s inputs as the compiled engine takes them: (floats, integers), in the order of
-        ``engine_compiled``'s ``F_*`` and ``I_*`` indices up to ``I_OVERLAP``."""
+        ``iteration_compiled``'s ``F_*`` indices and of its ``I_*`` indices up to ``I_OVERLAP``."""
         kv_per_token, flops_per_pair = self._attention_shape
         ops, e = self.ops, self.engine
         floats = [kv_per_token, flops_per_pair, ops.memory_Bps, ops.attention_flops, self.host_memory_Bps,
