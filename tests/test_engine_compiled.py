@@ -98,9 +98,9 @@ def test_a_capacity_search_finds_the_same_rate_with_its_trials_compiled_or_not(m
     s = replace(serving(engine_profile("vllm-0.10"), rate=10.0, count=500, osl=64),
                 slo=SLOSpec(ttft_p99_s=0.5, tpot_p99_s=0.02))
     rep = replica(s, cluster("dgx-h100"), ServingEfficiency.calibrated(), Efficiency.calibrated())
-    monkeypatch.setattr(capacity_module, "COMPILED_TRIAL_FROM", 10**9)
+    monkeypatch.setattr(capacity_module, "COMPILED_TRIAL_FROM_REQUESTS", 10**9)
     python = capacity(s, rep)
-    monkeypatch.setattr(capacity_module, "COMPILED_TRIAL_FROM", 0)
+    monkeypatch.setattr(capacity_module, "COMPILED_TRIAL_FROM_REQUESTS", 0)
     compiled = capacity(s, rep)
     assert python.rate_per_s == compiled.rate_per_s and python.requests_per_trial == compiled.requests_per_trial
     assert [r.ttft_s for r in python.sweep] == [r.ttft_s for r in compiled.sweep]

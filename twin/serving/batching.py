@@ -147,18 +147,9 @@ class IterationModel:
         ``max_tokens`` what a stage's micro-batch costs whatever its attention (``_price_tokens``: compute- and
         memory-bound GEMM seconds, elementwise, all-reduces, sends; one row each), and the LM head for every
         count of emitting sequences up to ``max_emits``. The same values ``_stage`` reads, from the same caches."""
-        costs = np.empty((max_tokens + 1, 5))
-        for tokens in range(max_tokens + 1):
-            per_tokens = self._token_costs.get(tokens)
-            if per_tokens is None:
-                per_tokens = self._token_costs[tokens] = self._price_tokens(tokens)
-            costs[tokens] = per_tokens
-        heads = np.empty(max_emits + 1)
-        for emits in range(max_emits + 1):
-            head = self._head_costs.get(emits)
-            if head is None:
-                head = self._head_costs[emits] = self._head(emits)
-            heads[emits] = head
+        tokens, emits = self._token_costs, self._head_costs
+        costs = np.array([tokens.get(t) or self._price_tokens(t) for t in range(max_tokens + 1)])
+        heads = np.array([emits[e] if e in emits else self._head(e) for e in range(max_emits + 1)])
         return costs, heads
 
     def constants(self) -> tuple[list[float], list[int]]:
@@ -182,14 +173,11 @@ class IterationModel:
         their earlier chunks, from HBM and, for the share that spilled, from Grace memory over C2C; decode's
         FLOPs bound it where they outlast that read; prefill's are compute."""
         tokens = b.decode_seqs + b.prefill_tokens
-        per_tokens = self._token_costs.get(tokens)
-        if per_tokens is None:
-            per_tokens = self._token_costs[tokens] = self._price_tokens(tokens)
-        g_c, g_m, e_m, comm, p2p = per_tokens
+        g_c, g_m, e_m, comm, p2p = self._token_costs.get(tokens) or self._price_tokens(tokens)
         emits = b.decode_seqs + b.prefill_done
         head = self._head_costs.get(emits)
         if head is None:
-            head = self._head_costs[emits] = self._head(emits)
+            head = self._head(emits)
         kv_per_token, flops_per_pair = self._attention_shape
         ops = self.ops
         read = (b.decode_context + b.prefill_context) * kv_per_token
@@ -209,14 +197,16 @@ class IterationModel:
 
     def _price_tokens(self, tokens: int) -> tuple[float, float, float, float, float]:
         """What a stage's micro-batch of ``tokens`` tokens costs whatever its attention: its layers' GEMMs
-        (compute-bound, memory-bound), elementwise kernels and all-reduces, and the stage-to-stage sends."""
+        (compute-bound, memory-bound), elementwise kernels and all-reduces, and the stage-to-stage sends; kept
+        for the next iteration of as many tokens."""
         g_c, g_m = self._gemm_split(tokens)
         e_m = self.ops.memory_s(tokens * self._elementwise_bytes_per_token)
         tp = 2 * self.all_reduce_s(tokens * self.model.hidden * UNQUANTISED_BYTES)
         p, p2p = self.stages, 0.0
         if p > 1:
             p2p = p * self.comm.send_recv_s(tokens * self.model.hidden * UNQUANTISED_BYTES, self.pipeline)
-        return g_c, g_m, e_m, self._layers * tp, p2p
+        costs = self._token_costs[tokens] = (g_c, g_m, e_m, self._layers * tp, p2p)
+        return costs
 
     @cached_property
     def _layers(self) -> int:
@@ -224,11 +214,11 @@ class IterationModel:
         return max(stage_layers(self.model.layers, self.stages))
 
     def _head(self, emits: int) -> float:
-        """The LM head for ``emits`` sequences that emit a token."""
-        if not emits:
-            return 0.0
+        """The LM head for ``emits`` sequences that emit a token; kept for the next iteration of as many."""
         m = self.model
-        return self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden)
+        head = self.head_ops.matmul_s(emits, m.vocab / self.tensor.ranks, m.hidden) if emits else 0.0
+        self._head_costs[emits] = head
+        return head
 
     def _gemm_split(self, tokens: int) -> tuple[float, float]:
         """(compute-bound, memory-bound) seconds of one layer's GEMMs for ``tokens`` tokens."""

@@ -46,8 +46,8 @@ STEP_DOWN = 0.85
 # A search's trials of at least this many requests (per replica) play the replica engine's compiled loop
 # (``engine_compiled``, the same times): the search pays once for loading it and for its tables (0.2-0.3 s),
 # which its longer trials repay (the Python loop takes about 13 µs a request, the compiled one about 2 µs). A
-# lone run decides by ``engine.COMPILED_FROM``.
-COMPILED_TRIAL_FROM = 2_000
+# lone run decides by ``engine.COMPILED_FROM_REQUESTS``.
+COMPILED_TRIAL_FROM_REQUESTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -129,9 +129,9 @@ def capacity(spec: ServingSpec, rep: Replica, grid: tuple[float, ...] = (),
 
 def _trial(spec: ServingSpec, rep: Replica, rate_per_s: float | None = None, offline: bool | None = None,
            count: int | None = None) -> ServingRun:
-    """One trial of a search: ``simulate``, in the compiled loop from ``COMPILED_TRIAL_FROM`` requests."""
+    """One trial of a search: ``simulate``, in the compiled loop from ``COMPILED_TRIAL_FROM_REQUESTS`` requests."""
     n = count if count is not None else spec.load.requests
-    return simulate(spec, rep, rate_per_s, offline, count, compiled=n >= COMPILED_TRIAL_FROM)
+    return simulate(spec, rep, rate_per_s, offline, count, compiled=n >= COMPILED_TRIAL_FROM_REQUESTS)
 
 
 def _bisected(spec: ServingSpec, rep: Replica, requests: int, low: float, high: float,

@@ -85,7 +85,7 @@ class _Seq:
 # A run of this many requests or more plays the compiled loop (``engine_compiled``) unless told otherwise: it repays
 # loading that code and the iteration model's tables (0.2-0.3 s) at about 13 µs a request. Shorter runs (a
 # scenario's 1,000 requests, a validation row) play ``_State``; a capacity search decides for its trials.
-COMPILED_FROM = 20_000
+COMPILED_FROM_REQUESTS = 20_000
 
 
 class ReplicaEngine:
@@ -106,7 +106,7 @@ class ReplicaEngine:
         return -(-max(0, tokens - self.prefix) // self.spec.block_tokens)
 
     def run(self, reqs: Requests) -> EngineRun:
-        compiled = self.compiled if self.compiled is not None else len(reqs) >= COMPILED_FROM
+        compiled = self.compiled if self.compiled is not None else len(reqs) >= COMPILED_FROM_REQUESTS
         if compiled:
             from twin.serving import engine_compiled       # numba: loaded only for the runs that use it
 
